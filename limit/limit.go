@@ -1,0 +1,149 @@
+package limit
+
+import (
+	"fmt"
+	"math/bits"
+	"time"
+)
+
+// Bounds on a Limit. Within them every transition is exact in both int64 and
+// IEEE double arithmetic.
+const (
+	// MaxRate is the largest Rate and Burst accepted: 2^40 (about 1.1e12).
+	MaxRate = 1 << 40
+	// MaxPeriod is the longest Period accepted.
+	MaxPeriod = 366 * 24 * time.Hour
+	// MaxLogRate is the largest Rate accepted for SlidingWindowLog, which
+	// stores one event per unit.
+	MaxLogRate = 10_000
+	// MaxFill is the longest a bucket may take to fill from empty
+	// (Burst*Period/Rate), so that every reported duration fits.
+	MaxFill = 100 * 365 * 24 * time.Hour
+
+	// maxScaled bounds every product of a count and a period in quanta.
+	maxScaled = 1 << 50
+)
+
+// Limit is a rate limit: Rate units per Period, enforced by Algorithm.
+//
+// The zero Algorithm is TokenBucket. Burst is the capacity of TokenBucket and
+// LeakyBucket; 0 means Rate. The window algorithms take no Burst (0, or equal
+// to Rate). Period must be a whole number of microseconds.
+//
+// Limit is a comparable value; two equal Limits share state in a limiter.
+type Limit struct {
+	Algorithm Algorithm
+	Rate      int64
+	Period    time.Duration
+	Burst     int64
+}
+
+// PerSecond returns a token bucket of n units per second with a burst of n.
+func PerSecond(n int64) Limit { return Limit{Rate: n, Period: time.Second} }
+
+// PerMinute returns a token bucket of n units per minute with a burst of n.
+func PerMinute(n int64) Limit { return Limit{Rate: n, Period: time.Minute} }
+
+// PerHour returns a token bucket of n units per hour with a burst of n.
+func PerHour(n int64) Limit { return Limit{Rate: n, Period: time.Hour} }
+
+// String formats the limit as, for example, "TokenBucket(100/1m0s, burst 100)".
+func (l Limit) String() string {
+	if l.Algorithm.isBucket() {
+		return fmt.Sprintf("%v(%d/%v, burst %d)", l.Algorithm, l.Rate, l.Period, l.Capacity())
+	}
+	return fmt.Sprintf("%v(%d/%v)", l.Algorithm, l.Rate, l.Period)
+}
+
+// Capacity returns the most units the limit admits at once: Burst for the
+// buckets when set, otherwise Rate.
+func (l Limit) Capacity() int64 {
+	if l.Algorithm.isBucket() && l.Burst > 0 {
+		return l.Burst
+	}
+	return l.Rate
+}
+
+// Validate reports whether the limit can be enforced. Errors wrap
+// ErrInvalidLimit and say what is wrong.
+func (l Limit) Validate() error {
+	_, err := l.Spec()
+	return err
+}
+
+// CheckCost reports whether cost is a valid request against l: ErrInvalidCost
+// below 1, ErrCostExceedsLimit above the capacity. It assumes l is valid.
+func (l Limit) CheckCost(cost int64) error {
+	if cost < 1 {
+		return fmt.Errorf("%w: got %d", ErrInvalidCost, cost)
+	}
+	if c := l.Capacity(); cost > c {
+		return fmt.Errorf("%w: cost %d, capacity %d of %v", ErrCostExceedsLimit, cost, c, l)
+	}
+	return nil
+}
+
+// Spec is the integer form of a valid Limit, as the transitions of this
+// package and the Lua scripts of package remote compute with it. Time is
+// counted in quanta of Q microseconds; the period is P quanta.
+type Spec struct {
+	Algorithm Algorithm
+	Q         int64 // microseconds per quantum: a power of ten dividing the period
+	P         int64 // period in quanta
+	R         int64 // rate: units per period
+	C         int64 // capacity
+}
+
+// Spec validates the limit and returns its integer form. The quantum is the
+// smallest power of ten microseconds that divides the period and keeps
+// capacity*P within 2^50, so that no product overflows a double's 53-bit
+// mantissa. For periods of a whole second it is at most one second.
+func (l Limit) Spec() (Spec, error) {
+	if !l.Algorithm.Valid() {
+		return Spec{}, fmt.Errorf("%w: unknown algorithm %d", ErrInvalidLimit, l.Algorithm)
+	}
+	if l.Rate < 1 || l.Rate > MaxRate {
+		return Spec{}, fmt.Errorf("%w: rate %d out of range [1, %d]", ErrInvalidLimit, l.Rate, int64(MaxRate))
+	}
+	if l.Algorithm == SlidingWindowLog && l.Rate > MaxLogRate {
+		return Spec{}, fmt.Errorf("%w: rate %d above %d for SlidingWindowLog, which stores one event per unit; use SlidingWindowCounter", ErrInvalidLimit, l.Rate, MaxLogRate)
+	}
+	if l.Period < time.Microsecond || l.Period > MaxPeriod {
+		return Spec{}, fmt.Errorf("%w: period %v out of range [1µs, %v]", ErrInvalidLimit, l.Period, MaxPeriod)
+	}
+	if l.Period%time.Microsecond != 0 {
+		return Spec{}, fmt.Errorf("%w: period %v is not a whole number of microseconds", ErrInvalidLimit, l.Period)
+	}
+	if l.Burst < 0 || l.Burst > MaxRate {
+		return Spec{}, fmt.Errorf("%w: burst %d out of range [0, %d]", ErrInvalidLimit, l.Burst, int64(MaxRate))
+	}
+	if !l.Algorithm.isBucket() && l.Burst != 0 && l.Burst != l.Rate {
+		return Spec{}, fmt.Errorf("%w: burst %d given for %v, which takes none", ErrInvalidLimit, l.Burst, l.Algorithm)
+	}
+	c := l.Capacity()
+	p := l.Period.Microseconds()
+	s := Spec{Algorithm: l.Algorithm, Q: 1, P: p, R: l.Rate, C: c}
+	switch l.Algorithm {
+	case FixedWindow, SlidingWindowLog:
+		return s, nil // no product of a count and a period is formed
+	}
+	// Buckets: the time to fill from empty must fit a time.Duration.
+	if l.Algorithm.isBucket() {
+		hi, lo := bits.Mul64(uint64(c), uint64(p))
+		fhi, flo := bits.Mul64(uint64(l.Rate), uint64(MaxFill.Microseconds()))
+		if hi > fhi || (hi == fhi && lo > flo) {
+			return Spec{}, fmt.Errorf("%w: burst %d takes longer than %v to refill at %d/%v", ErrInvalidLimit, c, MaxFill, l.Rate, l.Period)
+		}
+	}
+	for s.Q <= p {
+		if p%s.Q != 0 {
+			break
+		}
+		s.P = p / s.Q
+		if c <= maxScaled/s.P {
+			return s, nil
+		}
+		s.Q *= 10
+	}
+	return Spec{}, fmt.Errorf("%w: %d per %v cannot be computed exactly (capacity × period too large); use a period of whole seconds or a smaller rate", ErrInvalidLimit, c, l.Period)
+}

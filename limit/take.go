@@ -1,0 +1,211 @@
+package limit
+
+import (
+	"fmt"
+	"time"
+)
+
+// commit charges cost (which the view allows) to s.
+func (v *view) commit(s *State, cost int64) {
+	sp := v.sp
+	switch sp.Algorithm {
+	case TokenBucket, LeakyBucket:
+		s.T, s.A = v.now, v.d+cost*sp.P
+	case FixedWindow:
+		s.T, s.A = v.now, v.d+cost
+	case SlidingWindowCounter:
+		s.T, s.A, s.B = v.now, v.d+cost, v.prev
+	case SlidingWindowLog:
+		live := s.Log[v.head:]
+		if n := len(live); n > 0 && live[n-1].T == v.now {
+			live[n-1].N += cost
+		} else {
+			if len(s.Log) == cap(s.Log) && v.head > 0 {
+				// Reuse the expired prefix instead of growing.
+				live = s.Log[:copy(s.Log, live)]
+			}
+			live = append(live, Event{T: v.now, N: cost})
+		}
+		s.Log, s.A = live, v.n+cost
+		s.T = v.now
+	}
+}
+
+// Take decides one request of cost units against l at now and returns the
+// new state: the pure transition (state, limit, now, cost) -> (state,
+// decision). A denied request returns s unchanged. Bad input returns an error
+// wrapping ErrInvalidLimit, ErrInvalidCost or ErrCostExceedsLimit and s
+// unchanged.
+func Take(s State, l Limit, now time.Time, cost int64) (State, Decision, error) {
+	sp, err := l.Spec()
+	if err != nil {
+		return s, Decision{}, err
+	}
+	if err := l.CheckCost(cost); err != nil {
+		return s, Decision{}, err
+	}
+	d := sp.Take(&s, now.UnixMicro(), cost)
+	return s, d, nil
+}
+
+// Take decides cost units against one limit at nowUS (microseconds since the
+// Unix epoch), charging s when allowed. It assumes 1 <= cost <= C.
+func (sp Spec) Take(s *State, nowUS, cost int64) Decision {
+	v := sp.look(s, nowUS)
+	ok := v.allows(cost)
+	if ok {
+		v.commit(s, cost)
+	}
+	return v.decide(cost, ok)
+}
+
+// TakeAll decides one request of cost units against several limits of one
+// key at once, all or nothing: when any limit denies, no state changes. The
+// Decision is that of the binding limit, whose index is returned: when denied,
+// the denying limit with the longest RetryAfter; when allowed, the one with
+// the fewest Remaining. Delay is the longest of all the limits' delays.
+// states[i] belongs to limits[i].
+func TakeAll(states []State, limits []Limit, now time.Time, cost int64) (Decision, int, error) {
+	if len(states) != len(limits) || len(limits) == 0 {
+		return Decision{}, 0, fmt.Errorf("%w: %d states for %d limits", ErrInvalidLimit, len(states), len(limits))
+	}
+	specs := make([]Spec, len(limits))
+	for i, l := range limits {
+		sp, err := l.Spec()
+		if err != nil {
+			return Decision{}, 0, err
+		}
+		if err := l.CheckCost(cost); err != nil {
+			return Decision{}, 0, err
+		}
+		specs[i] = sp
+	}
+	ptrs := make([]*State, len(states))
+	for i := range states {
+		ptrs[i] = &states[i]
+	}
+	d, b := TakeSpecs(ptrs, specs, now.UnixMicro(), cost)
+	return d, b, nil
+}
+
+// maxLimits bounds the limits of one request on the allocation-free path.
+const maxLimits = 16
+
+// TakeSpecs is TakeAll on validated specs, for stores that keep State
+// themselves. It assumes 1 <= cost <= every capacity and len(states) ==
+// len(specs) >= 1.
+func TakeSpecs(states []*State, specs []Spec, nowUS, cost int64) (Decision, int) {
+	if len(specs) == 1 {
+		return specs[0].Take(states[0], nowUS, cost), 0
+	}
+	var buf [maxLimits]view
+	views := buf[:0]
+	ok := true
+	for i, sp := range specs {
+		views = append(views, sp.look(states[i], nowUS))
+		ok = ok && views[i].allows(cost)
+	}
+	if ok {
+		for i := range views {
+			views[i].commit(states[i], cost)
+		}
+	}
+	return bind(views, cost, ok)
+}
+
+// bind chooses the binding limit's decision.
+func bind(views []view, cost int64, allowed bool) (Decision, int) {
+	var out Decision
+	best := -1
+	var delay time.Duration
+	for i := range views {
+		ok := allowed
+		if !allowed {
+			ok = views[i].allows(cost)
+			if ok {
+				continue // not a reason for the denial
+			}
+		}
+		d := views[i].decide(cost, ok)
+		delay = max(delay, d.Delay)
+		if best < 0 ||
+			(!allowed && d.RetryAfter > out.RetryAfter) ||
+			(allowed && d.Remaining < out.Remaining) {
+			out, best = d, i
+		}
+	}
+	out.Delay = delay
+	return out, best
+}
+
+// LeaseSpecs takes up to want units from all the limits at once, as many as
+// every one of them admits now, and charges them. It returns the units
+// granted (0 when any limit is exhausted; nothing is charged then) and the
+// binding decision after the charge.
+func LeaseSpecs(states []*State, specs []Spec, nowUS, want int64) (int64, Decision) {
+	var buf [maxLimits]view
+	views := buf[:0]
+	g := want
+	for i, sp := range specs {
+		views = append(views, sp.look(states[i], nowUS))
+		g = min(g, views[i].avail())
+	}
+	if g < 1 {
+		d, _ := bind(views, 1, false)
+		return 0, d
+	}
+	for i := range views {
+		views[i].commit(states[i], g)
+	}
+	d, _ := bind(views, g, true)
+	return g, d
+}
+
+// GiveBackSpecs returns units leased at leaseUS to all the limits, never
+// above their capacity: buckets get the units back; a window gets them back
+// only while the lease's window is still counted; the log removes that many
+// of the oldest events charged at or after leaseUS.
+func GiveBackSpecs(states []*State, specs []Spec, nowUS, leaseUS, units int64) {
+	for i, sp := range specs {
+		sp.giveBack(states[i], nowUS, leaseUS, units)
+	}
+}
+
+func (sp Spec) giveBack(s *State, nowUS, leaseUS, units int64) {
+	if units < 1 {
+		return
+	}
+	v := sp.look(s, nowUS)
+	switch sp.Algorithm {
+	case TokenBucket, LeakyBucket:
+		s.T, s.A = v.now, max(v.d-units*sp.P, 0)
+	case FixedWindow:
+		if floorDiv(leaseUS, sp.P) == v.k && v.d > 0 {
+			s.T, s.A = v.now, max(v.d-units, 0)
+		}
+	case SlidingWindowCounter:
+		lk := floorDiv(floorDiv(leaseUS, sp.Q), sp.P)
+		switch {
+		case lk == v.k && v.d > 0:
+			s.T, s.A, s.B = v.now, max(v.d-units, 0), v.prev
+		case lk == v.k-1 && v.prev > 0:
+			s.T, s.A, s.B = v.now, v.d, max(v.prev-units, 0)
+		}
+	case SlidingWindowLog:
+		// Remove the oldest events charged at or after the lease: the
+		// lease's own unless the clock went backwards meanwhile.
+		live := s.Log[:v.head]
+		for _, ev := range s.Log[v.head:] {
+			if ev.T >= leaseUS && units > 0 {
+				n := min(ev.N, units)
+				ev.N -= n
+				s.A -= n
+				units -= n
+			}
+			if ev.N > 0 {
+				live = append(live, ev)
+			}
+		}
+		s.Log = live
+	}
+}

@@ -1,0 +1,210 @@
+package limit
+
+// view is one limit's state seen at one instant, before any charge. All
+// arithmetic is in int64 and stays below 2^53, as the Lua mirror requires.
+type view struct {
+	sp   Spec
+	now  int64 // effective now in microseconds (clamped forward for windows)
+	nq   int64 // now in quanta
+	d    int64 // buckets: deficit/queue now (scaled by P); windows: count in now's window
+	prev int64 // SlidingWindowCounter: count of the previous window
+	k    int64 // window index (FixedWindow, SlidingWindowCounter)
+	head int   // SlidingWindowLog: first live event in Log
+	n    int64 // SlidingWindowLog: live units
+	log  []Event
+}
+
+// floorDiv and ceilDiv divide non-negative a by positive b.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
+
+// look computes the view of s at nowUS.
+func (sp Spec) look(s *State, nowUS int64) view {
+	if nowUS < 0 {
+		nowUS = 0
+	}
+	v := view{sp: sp, now: nowUS}
+	switch sp.Algorithm {
+	case TokenBucket, LeakyBucket:
+		v.nq = floorDiv(nowUS, sp.Q)
+		if s.T == 0 || s.A <= 0 {
+			break
+		}
+		full := sp.C * sp.P
+		tq := floorDiv(s.T, sp.Q)
+		if v.nq >= tq {
+			if e := v.nq - tq; e < ceilDiv(s.A, sp.R) {
+				v.d = s.A - e*sp.R
+			}
+		} else if b := tq - v.nq; b >= ceilDiv(full-s.A, sp.R) {
+			v.d = full
+		} else {
+			v.d = s.A + b*sp.R
+		}
+	case FixedWindow:
+		v.now = max(nowUS, s.T)
+		v.nq = v.now
+		v.k = floorDiv(v.now, sp.P)
+		if s.T != 0 && floorDiv(s.T, sp.P) == v.k {
+			v.d = s.A
+		}
+	case SlidingWindowCounter:
+		v.now = max(nowUS, s.T)
+		v.nq = floorDiv(v.now, sp.Q)
+		v.k = floorDiv(v.nq, sp.P)
+		if s.T != 0 {
+			switch floorDiv(floorDiv(s.T, sp.Q), sp.P) {
+			case v.k:
+				v.d, v.prev = s.A, s.B
+			case v.k - 1:
+				v.prev = s.A
+			}
+		}
+	case SlidingWindowLog:
+		if len(s.Log) > 0 {
+			v.now = max(nowUS, s.Log[len(s.Log)-1].T)
+		}
+		v.nq = v.now
+		v.n = s.A
+		v.log = s.Log
+		for v.head < len(s.Log) && s.Log[v.head].T <= v.now-sp.P {
+			v.n -= s.Log[v.head].N
+			v.head++
+		}
+	}
+	return v
+}
+
+// avail is how many units the limit admits at the view's instant.
+func (v *view) avail() int64 {
+	sp := v.sp
+	var a int64
+	switch sp.Algorithm {
+	case TokenBucket, LeakyBucket:
+		a = (sp.C*sp.P - v.d) / sp.P
+	case FixedWindow:
+		a = sp.R - v.d
+	case SlidingWindowCounter:
+		e := v.nq - v.k*sp.P
+		a = (sp.R*sp.P-v.prev*(sp.P-e))/sp.P - v.d
+	case SlidingWindowLog:
+		a = sp.R - v.n
+	}
+	return max(a, 0)
+}
+
+// allows reports whether cost fits, exactly (no rounding of the estimate).
+func (v *view) allows(cost int64) bool {
+	sp := v.sp
+	switch sp.Algorithm {
+	case TokenBucket, LeakyBucket:
+		return v.d+cost*sp.P <= sp.C*sp.P
+	case FixedWindow:
+		return v.d+cost <= sp.R
+	case SlidingWindowCounter:
+		e := v.nq - v.k*sp.P
+		return v.prev*(sp.P-e)+(v.d+cost)*sp.P <= sp.R*sp.P
+	case SlidingWindowLog:
+		return v.n+cost <= sp.R
+	}
+	return false
+}
+
+// after is the time in microseconds from the view's instant until quantum tq.
+func (v *view) after(tq int64) int64 { return max(tq*v.sp.Q-v.now, 0) }
+
+// decide returns the decision for cost: the figures after the charge when
+// allowed, the current ones with RetryAfter when not.
+func (v *view) decide(cost int64, allowed bool) Decision {
+	sp := v.sp
+	charged := int64(0)
+	if allowed {
+		charged = cost
+	}
+	var dec Decision
+	dec.Allowed = allowed
+	switch sp.Algorithm {
+	case TokenBucket, LeakyBucket:
+		d := v.d + charged*sp.P
+		dec.Remaining = (sp.C*sp.P - d) / sp.P
+		dec.ResetAfter = us(v.after(v.nq + ceilDiv(d, sp.R)))
+		if !allowed {
+			dec.RetryAfter = us(v.after(v.nq + ceilDiv(v.d+cost*sp.P-sp.C*sp.P, sp.R)))
+		} else if sp.Algorithm == LeakyBucket {
+			dec.Delay = us(v.after(v.nq + ceilDiv(v.d, sp.R)))
+		}
+	case FixedWindow:
+		dec.Remaining = sp.R - v.d - charged
+		end := v.after((v.k + 1) * sp.P)
+		if v.d+charged > 0 {
+			dec.ResetAfter = us(end)
+		}
+		if !allowed {
+			dec.RetryAfter = us(end)
+		}
+	case SlidingWindowCounter:
+		cur := v.d + charged
+		e := v.nq - v.k*sp.P
+		dec.Remaining = max((sp.R*sp.P-v.prev*(sp.P-e))/sp.P-cur, 0)
+		switch {
+		case cur > 0:
+			dec.ResetAfter = us(v.after((v.k + 2) * sp.P))
+		case v.prev > 0:
+			dec.ResetAfter = us(v.after((v.k + 1) * sp.P))
+		}
+		if !allowed {
+			dec.RetryAfter = us(v.after(v.counterRetry(cost)))
+		}
+	case SlidingWindowLog:
+		n := v.n + charged
+		dec.Remaining = sp.R - n
+		if n > 0 {
+			newest := v.now // where a charge lands
+			if !allowed {
+				newest = v.log[len(v.log)-1].T
+			}
+			dec.ResetAfter = us(newest + sp.P - v.now)
+		}
+		if !allowed {
+			dec.RetryAfter = us(v.logRetry(cost))
+		}
+	}
+	return dec
+}
+
+// counterRetry returns the first quantum at which cost fits a sliding window
+// counter if nothing else is charged.
+func (v *view) counterRetry(cost int64) int64 {
+	sp := v.sp
+	// Later in this window: prev*(P-e') <= (R-cur-cost)*P.
+	if a := (sp.R - v.d - cost) * sp.P; a >= 0 && v.prev > 0 {
+		if e := sp.P - a/v.prev; e < sp.P {
+			return v.k*sp.P + e
+		}
+	}
+	// In the next window the current count becomes the previous one.
+	e := int64(0)
+	if v.d > 0 {
+		e = max(sp.P-(sp.R-cost)*sp.P/v.d, 0)
+	}
+	return (v.k+1)*sp.P + e
+}
+
+// logRetry returns the microseconds until enough events leave the window.
+func (v *view) logRetry(cost int64) int64 {
+	need := v.n + cost - v.sp.R
+	for _, ev := range v.log[v.head:] {
+		need -= ev.N
+		if need <= 0 {
+			return ev.T + v.sp.P - v.now
+		}
+	}
+	return v.sp.P
+}
