@@ -1,0 +1,8 @@
+//go:build !linux
+
+package redistest
+
+import "syscall"
+
+// setParentDeathSignal does nothing where the kernel has no such signal.
+func setParentDeathSignal(*syscall.SysProcAttr) {}
