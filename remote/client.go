@@ -1,0 +1,63 @@
+package remote
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// Bounds applied by BoundOptions where the caller left a field at zero, or
+// set it larger.
+const (
+	DefaultDialTimeout  = 250 * time.Millisecond
+	DefaultReadTimeout  = 100 * time.Millisecond
+	DefaultWriteTimeout = 100 * time.Millisecond
+	DefaultPoolTimeout  = 100 * time.Millisecond
+)
+
+// BoundOptions returns a copy of o made safe for running rate-limit scripts:
+//
+//   - ContextTimeoutEnabled, so a context deadline ends a blocked socket read
+//     (a paused Redis still accepts connections);
+//   - MaxRetries -1: a script that timed out may have run, and a retry would
+//     charge it twice;
+//   - dial, read, write and pool timeouts of at most the Default* values;
+//   - maintenance notifications off (plain Redis 7 does not speak them);
+//   - the scripts loaded on every new connection, after o.OnConnect.
+//
+// Addr, credentials, TLS, DB and pool size are kept as given.
+func BoundOptions(o *redis.Options) *redis.Options {
+	c := *o
+	c.ContextTimeoutEnabled = true
+	c.MaxRetries = -1
+	c.DialTimeout = bound(c.DialTimeout, DefaultDialTimeout)
+	c.ReadTimeout = bound(c.ReadTimeout, DefaultReadTimeout)
+	c.WriteTimeout = bound(c.WriteTimeout, DefaultWriteTimeout)
+	c.PoolTimeout = bound(c.PoolTimeout, DefaultPoolTimeout)
+	c.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	c.DisableIdentity = true
+	user := o.OnConnect
+	c.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
+		if user != nil {
+			if err := user(ctx, cn); err != nil {
+				return err
+			}
+		}
+		return defaultScripts.load(ctx, cn)
+	}
+	return &c
+}
+
+func bound(v, limit time.Duration) time.Duration {
+	if v <= 0 || v > limit {
+		return limit
+	}
+	return v
+}
+
+// NewClient returns a go-redis client with BoundOptions(o).
+func NewClient(o *redis.Options) *redis.Client {
+	return redis.NewClient(BoundOptions(o))
+}

@@ -1,0 +1,31 @@
+package remote
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hybridlimit/hybridlimit/internal/conformance"
+	"github.com/hybridlimit/hybridlimit/limit"
+)
+
+func runConformance(t *testing.T, s *Store, c clock, tol time.Duration) {
+	conformance.Run(t, tol, func(t *testing.T, key string, limits []limit.Limit, now time.Time, cost int64) (limit.Decision, int, error) {
+		c.set(t, now)
+		return s.Decide(context.Background(), key, cost, limits...)
+	})
+}
+
+// TestConformanceMiniredis plays the shared vectors against the production
+// scripts on miniredis, its clock set by SetTime.
+func TestConformanceMiniredis(t *testing.T) {
+	s, _, c := newMini(t)
+	runConformance(t, s, c, conformance.Tolerance)
+}
+
+// TestConformanceRedis plays the shared vectors against real redis-server,
+// the oracle where miniredis's Lua differs.
+func TestConformanceRedis(t *testing.T) {
+	s, _, c := newReal(t)
+	runConformance(t, s, c, conformance.Tolerance)
+}

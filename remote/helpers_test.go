@@ -1,0 +1,109 @@
+package remote
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/internal/redistest"
+)
+
+// testClockKey holds the time, in microseconds, that scripts built by
+// testClockScripts read instead of TIME. Real redis-server cannot be told
+// what time it is, and the conformance vectors span days.
+const testClockKey = "hybridlimit-test-clock"
+
+// testClockScripts are the production scripts with two functions replaced:
+// clock() reads testClockKey, and ttl_ms() adds ten minutes, so that keys
+// never expire in real time while the test's clock stands still. Everything
+// else is byte for byte the production code.
+func testClockScripts(t testing.TB) *scriptSet {
+	t.Helper()
+	replace := func(src, old, new string) string {
+		if !strings.Contains(src, old) {
+			t.Fatalf("test clock: production script no longer contains %q", old)
+		}
+		return strings.Replace(src, old, new, 1)
+	}
+	return newScriptSet(func(src string) string {
+		src = replace(src, "  local t = redis.call('TIME')\n  return tonumber(t[1]) * 1000000 + tonumber(t[2])\n",
+			"  return tonumber(redis.call('GET', '"+testClockKey+"'))\n")
+		src = replace(src, "  return d + 1\n", "  return d + 1 + 600000\n")
+		return src
+	})
+}
+
+// clock moves the time a store's scripts see.
+type clock interface {
+	set(t testing.TB, now time.Time)
+}
+
+// miniClock drives miniredis: TIME via SetTime, TTLs via FastForward.
+type miniClock struct {
+	m    *miniredis.Miniredis
+	last time.Time
+}
+
+func (c *miniClock) set(_ testing.TB, now time.Time) {
+	if !c.last.IsZero() {
+		c.m.FastForward(now.Sub(c.last))
+	}
+	c.m.SetTime(now)
+	c.last = now
+}
+
+// keyClock writes the time into testClockKey of a real redis-server.
+type keyClock struct{ rdb *redis.Client }
+
+func (c keyClock) set(t testing.TB, now time.Time) {
+	t.Helper()
+	if err := c.rdb.Set(context.Background(), testClockKey, strconv.FormatInt(now.UnixMicro(), 10), 0).Err(); err != nil {
+		t.Fatalf("set test clock: %v", err)
+	}
+}
+
+// newMini returns a store on a fresh miniredis with its clock.
+func newMini(t testing.TB) (*Store, *miniredis.Miniredis, *miniClock) {
+	t.Helper()
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), Protocol: 2})
+	t.Cleanup(func() { rdb.Close() })
+	s, err := New(rdb, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, m, &miniClock{m: m}
+}
+
+// newReal returns a store with test-clock scripts on a fresh redis-server.
+func newReal(t testing.TB) (*Store, *redistest.Server, keyClock) {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	s, err := New(rdb, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.scripts = testClockScripts(t)
+	return s, srv, keyClock{rdb: rdb}
+}
+
+// newRealProduction returns a store with the production scripts on a fresh
+// redis-server, and a plain client to inspect it.
+func newRealProduction(t testing.TB) (*Store, *redistest.Server, *redis.Client) {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	s, err := New(rdb, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, srv, srv.Client(t)
+}

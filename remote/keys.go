@@ -1,0 +1,53 @@
+package remote
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/hybridlimit/hybridlimit/limit"
+)
+
+// MaxKeyLen is the longest user key accepted, in bytes.
+const MaxKeyLen = 512
+
+// DefaultPrefix starts every Redis key when Config.Prefix is empty.
+const DefaultPrefix = "rl:"
+
+// appendKey appends the Redis key of one limit of a user key:
+// <prefix>{<key>}:<algorithm>:<rate>:<period>[:<burst>].
+func appendKey(b []byte, prefix, key string, l limit.Limit) []byte {
+	b = append(b, prefix...)
+	b = append(b, '{')
+	b = append(b, key...)
+	b = append(b, "}:"...)
+	b = append(b, l.Algorithm.Code()...)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, l.Rate, 10)
+	b = append(b, ':')
+	b = appendPeriod(b, l.Period)
+	if c := l.Capacity(); c != l.Rate {
+		b = append(b, ':')
+		b = strconv.AppendInt(b, c, 10)
+	}
+	return b
+}
+
+// appendPeriod writes a period in its largest whole unit: 1h, 90s, 250ms, 5us.
+func appendPeriod(b []byte, d time.Duration) []byte {
+	units := []struct {
+		d    time.Duration
+		name string
+	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}, {time.Millisecond, "ms"}, {time.Microsecond, "us"}}
+	for _, u := range units {
+		if d%u.d == 0 {
+			b = strconv.AppendInt(b, int64(d/u.d), 10)
+			return append(b, u.name...)
+		}
+	}
+	return strconv.AppendInt(b, d.Microseconds(), 10) // unreachable for valid limits
+}
+
+// Key returns the Redis key that holds the state of limit l for key.
+func (s *Store) Key(key string, l limit.Limit) string {
+	return string(appendKey(nil, s.prefix, key, l))
+}

@@ -1,0 +1,33 @@
+-- Decide many requests, each for one key against one or more limits, all
+-- or nothing per request. ARGV: count, then per request: cost, number of
+-- limits, the limits. Reply per request: allowed, binding, remaining,
+-- retry (µs), reset (µs), delay (µs).
+local now = clock()
+local out = {}
+local ai = 2
+local ki = 1
+for _ = 1, tonumber(ARGV[1]) do
+  local cost = tonumber(ARGV[ai])
+  local nl = tonumber(ARGV[ai + 1])
+  local views
+  views, ai, ki = read_views(ai + 2, ki, nl, now)
+  local all = true
+  for j = 1, nl do
+    if not views[j].A.allows(views[j], cost) then
+      all = false
+    end
+  end
+  if all then
+    for j = 1, nl do
+      views[j].A.commit(views[j], cost)
+    end
+  end
+  local best, d = bind(views, cost, all)
+  out[#out + 1] = all and 1 or 0
+  out[#out + 1] = best
+  out[#out + 1] = d[1]
+  out[#out + 1] = d[2]
+  out[#out + 1] = d[3]
+  out[#out + 1] = d[4]
+end
+return out

@@ -1,0 +1,10 @@
+-- Give back units of a lease taken at server time `at`, never above the
+-- limits' capacity. ARGV: units, at (µs), number of limits, the limits.
+local now = clock()
+local units = tonumber(ARGV[1])
+local at = tonumber(ARGV[2])
+local views = read_views(4, 1, tonumber(ARGV[3]), now)
+for j = 1, #views do
+  views[j].A.giveback(views[j], at, units)
+end
+return #views

@@ -1,0 +1,66 @@
+-- hybridlimit: helpers shared by every script. All arithmetic stays below
+-- 2^53 so that doubles are exact; package limit holds the reference.
+local TWO26 = 67108864
+local TWO51 = 2251799813685248
+local TWO52 = 4503599627370496
+local ALG = {}
+
+-- floor(a/b) for integers, exact (the float quotient is off by at most one).
+local function fdiv(a, b)
+  local q = math.floor(a / b)
+  local r = a - q * b
+  if r < 0 then
+    q = q - 1
+  elseif r >= b then
+    q = q + 1
+  end
+  return q
+end
+
+local function cdiv(a, b)
+  return -fdiv(-a, b)
+end
+
+local function mod52(x)
+  return x - math.floor(x / TWO52) * TWO52
+end
+
+-- a*b mod 2^52 for 0 <= a < 2^53 and 0 <= b < 2^52, without leaving 2^53.
+local function modmul(a, b)
+  local ah = math.floor(a / TWO26)
+  local al = a - ah * TWO26
+  local bh = math.floor(b / TWO26)
+  local bl = b - bh * TWO26
+  local mid = ((ah * bl) % TWO26 + (al * bh) % TWO26) % TWO26
+  return mod52(mid * TWO26 + al * bl)
+end
+
+-- Integers go to Redis as digit strings: never exponents, never fractions.
+local function str(x)
+  return string.format('%.0f', x)
+end
+
+-- The Redis server's clock, in microseconds since the Unix epoch.
+local function clock()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- TTL in whole milliseconds that outlives the instant until_us, with a
+-- millisecond to spare.
+local function ttl_ms(until_us, now_us)
+  local d = cdiv(until_us - now_us, 1000)
+  if d < 1 then
+    d = 1
+  end
+  return d + 1
+end
+
+-- Microseconds from the view's instant until quantum tq, never negative.
+local function after(v, tq)
+  local x = tq * v.sp.q - v.now
+  if x < 0 then
+    return 0
+  end
+  return x
+end

@@ -1,0 +1,87 @@
+-- SlidingWindowLog: a sorted set of events scored by their microsecond,
+-- one member per unit, named "<microsecond>-<sequence>" so that events of
+-- one microsecond stay distinct. The key expires with its newest event.
+local SWL = {}
+
+function SWL.look(key, sp, raw)
+  local v = {sp = sp, key = key, raw = raw, now = raw, newest = -1, seq = -1}
+  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if #last == 2 then
+    v.newest = tonumber(last[2])
+    v.seq = tonumber(string.match(last[1], '%-(%d+)$')) or 0
+    if v.newest > raw then
+      v.now = v.newest
+    end
+  end
+  v.nq = v.now
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', str(v.now - sp.p))
+  v.n = redis.call('ZCARD', key)
+  return v
+end
+
+function SWL.avail(v)
+  return math.max(v.sp.r - v.n, 0)
+end
+
+function SWL.allows(v, cost)
+  return v.n + cost <= v.sp.r
+end
+
+function SWL.decide(v, cost, ok)
+  local sp = v.sp
+  local n = v.n
+  if ok then
+    n = n + cost
+  end
+  local reset = 0
+  local retry = 0
+  if ok then
+    reset = sp.p
+  else
+    if n > 0 then
+      reset = v.newest + sp.p - v.now
+    end
+    local need = v.n + cost - sp.r
+    local ev = redis.call('ZRANGE', v.key, need - 1, need - 1, 'WITHSCORES')
+    if #ev == 2 then
+      retry = tonumber(ev[2]) + sp.p - v.now
+    else
+      retry = sp.p
+    end
+  end
+  return {sp.r - n, retry, reset, 0}
+end
+
+function SWL.commit(v, cost)
+  local seq = 0
+  if v.newest == v.now then
+    seq = v.seq + 1
+  end
+  local ts = str(v.now)
+  local batch = {}
+  for i = 0, cost - 1 do
+    batch[#batch + 1] = ts
+    batch[#batch + 1] = ts .. '-' .. string.format('%05d', seq + i)
+    if #batch >= 1000 then
+      redis.call('ZADD', v.key, unpack(batch))
+      batch = {}
+    end
+  end
+  if #batch > 0 then
+    redis.call('ZADD', v.key, unpack(batch))
+  end
+  redis.call('PEXPIRE', v.key, ttl_ms(v.now + v.sp.p, v.raw))
+end
+
+function SWL.giveback(v, at, units)
+  while units > 0 do
+    local m = redis.call('ZRANGEBYSCORE', v.key, str(at), '+inf', 'LIMIT', 0, math.min(units, 500))
+    if #m == 0 then
+      return
+    end
+    redis.call('ZREM', v.key, unpack(m))
+    units = units - #m
+  end
+end
+
+ALG[3] = SWL

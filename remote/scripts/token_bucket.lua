@@ -1,0 +1,68 @@
+-- TokenBucket. The state is one integer, (nq*R + deficit) mod 2^52, where
+-- the deficit is capacity minus tokens, scaled by the period in quanta; the
+-- key expires when the bucket is full again. Reading it back against the
+-- current quantum recovers the deficit, refilled (package limit, look).
+local TB = {}
+
+function TB.look(key, sp, raw)
+  local v = {sp = sp, key = key, raw = raw, now = raw, nq = fdiv(raw, sp.q), d = 0}
+  local s = redis.call('GET', key)
+  if s then
+    local diff = mod52(tonumber(s) - modmul(v.nq, sp.r))
+    if diff >= TWO51 then
+      diff = diff - TWO52
+    end
+    local full = sp.c * sp.p
+    if diff > full then
+      diff = full
+    elseif diff < 0 then
+      diff = 0
+    end
+    v.d = diff
+  end
+  return v
+end
+
+function TB.avail(v)
+  return fdiv(v.sp.c * v.sp.p - v.d, v.sp.p)
+end
+
+function TB.allows(v, cost)
+  return v.d + cost * v.sp.p <= v.sp.c * v.sp.p
+end
+
+function TB.decide(v, cost, ok)
+  local sp = v.sp
+  local d = v.d
+  if ok then
+    d = d + cost * sp.p
+  end
+  local retry = 0
+  if not ok then
+    retry = after(v, v.nq + cdiv(v.d + cost * sp.p - sp.c * sp.p, sp.r))
+  end
+  return {fdiv(sp.c * sp.p - d, sp.p), retry, after(v, v.nq + cdiv(d, sp.r)), 0}
+end
+
+function TB.store(v, d)
+  if d <= 0 then
+    redis.call('DEL', v.key)
+    return
+  end
+  local until_us = (v.nq + cdiv(d, v.sp.r)) * v.sp.q
+  redis.call('SET', v.key, str(mod52(modmul(v.nq, v.sp.r) + d)), 'PX', ttl_ms(until_us, v.raw))
+end
+
+function TB.commit(v, cost)
+  TB.store(v, v.d + cost * v.sp.p)
+end
+
+function TB.giveback(v, at, units)
+  local d = v.d - units * v.sp.p
+  if d < 0 then
+    d = 0
+  end
+  TB.store(v, d)
+end
+
+ALG[0] = TB

@@ -1,0 +1,301 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/limit"
+)
+
+// MaxLimits is the most limits one request may carry.
+const MaxLimits = 16
+
+// Client is what a Store needs of a go-redis client; *redis.Client,
+// *redis.ClusterClient, *redis.Ring and redis.UniversalClient have it.
+type Client interface {
+	redis.Scripter
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+}
+
+var _ Client = (redis.UniversalClient)(nil)
+
+// Config configures a Store.
+type Config struct {
+	// Prefix starts every Redis key. Default DefaultPrefix ("rl:").
+	Prefix string
+}
+
+// Store decides limits on one Redis node. It is safe for concurrent use and
+// holds no resources of its own: closing the client is the caller's.
+type Store struct {
+	rdb     Client
+	prefix  string
+	scripts *scriptSet
+}
+
+// New returns a Store on rdb. It does not contact Redis; call Load to load
+// the scripts ahead of the first decision (clients from NewClient load them
+// on connect).
+func New(rdb Client, cfg Config) (*Store, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("remote: nil client")
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	return &Store{rdb: rdb, prefix: cfg.Prefix, scripts: defaultScripts}, nil
+}
+
+// Load loads the scripts into the node's script cache.
+func (s *Store) Load(ctx context.Context) error { return s.scripts.load(ctx, s.rdb) }
+
+// Request is one request of a multi-key call.
+type Request struct {
+	Key    string
+	Cost   int64
+	Limits []limit.Limit
+}
+
+// Result is the outcome of one request. Binding is the index of the binding
+// limit in the request's Limits. Err is set for a request that was not sent
+// (bad input) or whose call failed.
+type Result struct {
+	limit.Decision
+	Binding int
+	Err     error
+}
+
+// check validates a request for key against limits; a cost of 0 (a lease,
+// whose size the script decides) skips the cost checks. Nothing is sent for
+// a bad request.
+func check(key string, cost int64, limits []limit.Limit) error {
+	if len(key) == 0 || len(key) > MaxKeyLen {
+		return fmt.Errorf("%w: length %d, want 1 to %d bytes", ErrInvalidKey, len(key), MaxKeyLen)
+	}
+	if len(limits) == 0 {
+		return fmt.Errorf("%w: no limits", limit.ErrInvalidLimit)
+	}
+	if len(limits) > MaxLimits {
+		return fmt.Errorf("%w: %d, at most %d", ErrTooManyLimits, len(limits), MaxLimits)
+	}
+	for _, l := range limits {
+		if err := l.Validate(); err != nil {
+			return err
+		}
+	}
+	if cost == leaseCost {
+		return nil
+	}
+	for _, l := range limits {
+		if err := l.CheckCost(cost); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// leaseCost marks a lease in check.
+const leaseCost = -1 << 63
+
+// appendRequest appends the keys and arguments of one request.
+func (s *Store) appendRequest(keys []string, args []any, key string, limits []limit.Limit) ([]string, []any) {
+	args = append(args, len(limits))
+	for _, l := range limits {
+		sp, _ := l.Spec() // validated by check
+		keys = append(keys, s.Key(key, l))
+		args = append(args, int(sp.Algorithm), sp.Q, sp.P, sp.R, sp.C)
+	}
+	return keys, args
+}
+
+// Decide decides one request of cost units for key against limits, all or
+// nothing, in one script call. It returns the binding limit's decision and
+// its index.
+func (s *Store) Decide(ctx context.Context, key string, cost int64, limits ...limit.Limit) (limit.Decision, int, error) {
+	if err := check(key, cost, limits); err != nil {
+		return limit.Decision{}, 0, err
+	}
+	keys, args := s.appendRequest(make([]string, 0, len(limits)), []any{1, cost}, key, limits)
+	vals, err := s.scripts.decide.run(ctx, s.rdb, keys, args).Int64Slice()
+	if err != nil {
+		return limit.Decision{}, 0, err
+	}
+	var r Result
+	if err := parseDecision(vals, &r); err != nil {
+		return limit.Decision{}, 0, err
+	}
+	return r.Decision, r.Binding, nil
+}
+
+// DecideMany decides many requests in one script call on one node: one
+// round trip for all. Requests with bad input get their error in out and
+// are not sent. All the keys go to one script call, so on Redis Cluster use
+// DecidePipeline. out must have len(reqs) elements; the returned error is
+// that of the call, also set in every sent request's Err.
+func (s *Store) DecideMany(ctx context.Context, reqs []Request, out []Result) error {
+	if len(out) != len(reqs) {
+		return fmt.Errorf("remote: %d results for %d requests", len(out), len(reqs))
+	}
+	keys := make([]string, 0, len(reqs))
+	args := make([]any, 1, 1+len(reqs)*7)
+	sent := make([]int, 0, len(reqs))
+	for i, r := range reqs {
+		out[i] = Result{}
+		if err := check(r.Key, r.Cost, r.Limits); err != nil {
+			out[i].Err = err
+			continue
+		}
+		args = append(args, r.Cost)
+		keys, args = s.appendRequest(keys, args, r.Key, r.Limits)
+		sent = append(sent, i)
+	}
+	if len(sent) == 0 {
+		return nil
+	}
+	args[0] = len(sent)
+	vals, err := s.scripts.decide.run(ctx, s.rdb, keys, args).Int64Slice()
+	if err == nil && len(vals) != 6*len(sent) {
+		err = fmt.Errorf("%w: %d values for %d requests", ErrReply, len(vals), len(sent))
+	}
+	for j, i := range sent {
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		out[i].Err = parseDecision(vals[6*j:6*j+6], &out[i])
+	}
+	return err
+}
+
+// DecidePipeline decides many requests as one pipeline of script calls,
+// one per request: one round trip, and each request may live in its own
+// Redis Cluster slot. Requests that met NOSCRIPT are sent again after the
+// script is loaded.
+func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result) error {
+	if len(out) != len(reqs) {
+		return fmt.Errorf("remote: %d results for %d requests", len(out), len(reqs))
+	}
+	type call struct {
+		i    int
+		keys []string
+		args []any
+		cmd  *redis.Cmd
+	}
+	calls := make([]call, 0, len(reqs))
+	for i, r := range reqs {
+		out[i] = Result{}
+		if err := check(r.Key, r.Cost, r.Limits); err != nil {
+			out[i].Err = err
+			continue
+		}
+		keys, args := s.appendRequest(make([]string, 0, len(r.Limits)), []any{1, r.Cost}, r.Key, r.Limits)
+		calls = append(calls, call{i: i, keys: keys, args: args})
+	}
+	sc := s.scripts.decide
+	send := func(cs []*call) {
+		// Errors are read per command below.
+		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, c := range cs {
+				c.cmd = p.EvalSha(ctx, sc.sha, c.keys, c.args...)
+			}
+			return nil
+		})
+	}
+	all := make([]*call, len(calls))
+	for i := range calls {
+		all[i] = &calls[i]
+	}
+	send(all)
+	var again []*call
+	for _, c := range all {
+		if isNoScript(c.cmd.Err()) {
+			again = append(again, c)
+		}
+	}
+	if len(again) > 0 && s.rdb.ScriptLoad(ctx, sc.src).Err() == nil {
+		send(again)
+	}
+	var firstErr error
+	for _, c := range calls {
+		vals, err := c.cmd.Int64Slice()
+		if err != nil {
+			out[c.i].Err = err
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		out[c.i].Err = parseDecision(vals, &out[c.i])
+	}
+	return firstErr
+}
+
+// parseDecision reads allowed, binding, remaining, retry, reset, delay.
+func parseDecision(v []int64, r *Result) error {
+	if len(v) != 6 {
+		return fmt.Errorf("%w: %d values, want 6", ErrReply, len(v))
+	}
+	r.Allowed = v[0] == 1
+	r.Binding = int(v[1])
+	r.Remaining = v[2]
+	r.RetryAfter = time.Duration(v[3]) * time.Microsecond
+	r.ResetAfter = time.Duration(v[4]) * time.Microsecond
+	r.Delay = time.Duration(v[5]) * time.Microsecond
+	return nil
+}
+
+// Lease is a batch of units taken from Redis at once.
+type Lease struct {
+	// Granted is the number of units taken: at most the number asked for,
+	// 0 when a limit had none to give (then nothing was taken).
+	Granted int64
+	// Decision is the binding limit's state after the lease; when nothing
+	// was granted, RetryAfter says when one unit will be available.
+	limit.Decision
+	// Binding is the index of the binding limit.
+	Binding int
+	// At is the Redis server's time of the lease, in microseconds since the
+	// Unix epoch; GiveBack needs it.
+	At int64
+}
+
+// Lease takes up to want units for key from all the limits at once, as many
+// as every one of them admits now.
+func (s *Store) Lease(ctx context.Context, key string, want int64, limits ...limit.Limit) (Lease, error) {
+	if want < 1 {
+		return Lease{}, fmt.Errorf("%w: lease of %d", limit.ErrInvalidCost, want)
+	}
+	if err := check(key, leaseCost, limits); err != nil {
+		return Lease{}, err
+	}
+	keys, args := s.appendRequest(make([]string, 0, len(limits)), []any{want}, key, limits)
+	v, err := s.scripts.lease.run(ctx, s.rdb, keys, args).Int64Slice()
+	if err != nil {
+		return Lease{}, err
+	}
+	if len(v) != 7 {
+		return Lease{}, fmt.Errorf("%w: %d values from lease, want 7", ErrReply, len(v))
+	}
+	var r Result
+	if err := parseDecision(v[:6], &r); err != nil {
+		return Lease{}, err
+	}
+	r.Allowed = v[0] > 0
+	return Lease{Granted: v[0], Decision: r.Decision, Binding: r.Binding, At: v[6]}, nil
+}
+
+// GiveBack returns units of a lease taken at server time at (Lease.At) to
+// all the limits of key, never above their capacity.
+func (s *Store) GiveBack(ctx context.Context, key string, at, units int64, limits ...limit.Limit) error {
+	if units < 1 {
+		return nil
+	}
+	if err := check(key, leaseCost, limits); err != nil {
+		return err
+	}
+	keys, args := s.appendRequest(make([]string, 0, len(limits)), []any{units, at}, key, limits)
+	return s.scripts.giveBack.run(ctx, s.rdb, keys, args).Err()
+}
