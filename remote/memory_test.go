@@ -1,0 +1,139 @@
+package remote
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/limit"
+)
+
+var memKeys = flag.Int("memkeys", 100_000, "keys per algorithm in TestRedisBytesPerKey (the figures in README use 1000000)")
+
+// TestRedisBytesPerKey prints the Redis memory one key costs for each
+// algorithm (INFO used_memory delta over -memkeys keys, one request each),
+// beside go-redis/redis_rate on the same server. Keys look like "u:0000042".
+func TestRedisBytesPerKey(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes -memkeys keys per algorithm")
+	}
+	s, _, rdb := newRealProduction(t)
+	ctx := context.Background()
+	n := *memKeys
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("u:%07d", i)
+	}
+	// Long periods so that no key expires while the test writes: a bucket
+	// key lives until the bucket is full again, a window key until its
+	// window (or the next) ends.
+	day := 24 * time.Hour
+	cases := []struct {
+		name string
+		l    limit.Limit
+	}{
+		{"TokenBucket", limit.Limit{Rate: 1000, Period: day}},
+		{"LeakyBucket", limit.Limit{Algorithm: limit.LeakyBucket, Rate: 1000, Period: day}},
+		{"FixedWindow", limit.Limit{Algorithm: limit.FixedWindow, Rate: 1000, Period: 7 * day}},
+		{"SlidingWindowLog", limit.Limit{Algorithm: limit.SlidingWindowLog, Rate: 1000, Period: day}},
+		{"SlidingWindowCounter", limit.Limit{Algorithm: limit.SlidingWindowCounter, Rate: 1000, Period: day}},
+	}
+	perKey := map[string]float64{}
+	for _, c := range cases {
+		flush(t, rdb)
+		before := usedMemory(t, rdb)
+		const batch = 64
+		reqs := make([]Request, batch)
+		out := make([]Result, batch)
+		for i := 0; i < n; i += batch {
+			m := min(batch, n-i)
+			for j := 0; j < m; j++ {
+				reqs[j] = Request{Key: keys[i+j], Cost: 1, Limits: []limit.Limit{c.l}}
+			}
+			if err := s.DecideMany(ctx, reqs[:m], out[:m]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		perKey[c.name] = float64(usedMemory(t, rdb)-before) / float64(n)
+		if got := rdb.DBSize(ctx).Val(); got != int64(n) {
+			t.Fatalf("%s: DBSIZE = %d, want %d", c.name, got, n)
+		}
+	}
+	// redis_rate, the per-request design, on the same server.
+	flush(t, rdb)
+	before := usedMemory(t, rdb)
+	rl := redis_rate.Limit{Rate: 1000, Burst: 1000, Period: day}
+	lim := redis_rate.NewLimiter(rdb)
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := w; j < n; j += 32 {
+				if _, err := lim.Allow(ctx, keys[j], rl); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if got := rdb.DBSize(ctx).Val(); got != int64(n) {
+		t.Fatalf("redis_rate: DBSIZE = %d, want %d", got, n)
+	}
+	perKey["redis_rate"] = float64(usedMemory(t, rdb)-before) / float64(n)
+
+	for _, name := range []string{"TokenBucket", "LeakyBucket", "FixedWindow", "SlidingWindowLog", "SlidingWindowCounter", "redis_rate"} {
+		t.Logf("%-21s %6.1f B/key (%d keys)", name, perKey[name], n)
+	}
+	// The token bucket is one int-encoded value: Redis's floor for a key with
+	// a TTL.
+	if perKey["TokenBucket"] > 130 {
+		t.Errorf("TokenBucket uses %.1f B/key, want <= 130", perKey["TokenBucket"])
+	}
+	if perKey["TokenBucket"] >= perKey["redis_rate"] {
+		t.Errorf("TokenBucket uses %.1f B/key, not less than redis_rate's %.1f", perKey["TokenBucket"], perKey["redis_rate"])
+	}
+}
+
+func flush(t *testing.T, rdb *redis.Client) {
+	t.Helper()
+	ctx := context.Background()
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Let the lazy-free thread and the allocator settle.
+	time.Sleep(100 * time.Millisecond)
+}
+
+func usedMemory(t *testing.T, rdb *redis.Client) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no used_memory in INFO memory")
+	return 0
+}

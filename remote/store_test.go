@@ -1,0 +1,391 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/internal/conformance"
+	"github.com/hybridlimit/hybridlimit/limit"
+)
+
+func TestKeyFormat(t *testing.T) {
+	s := &Store{prefix: DefaultPrefix}
+	tests := []struct {
+		l    limit.Limit
+		want string
+	}{
+		{limit.PerMinute(100), "rl:{user:42}:tb:100:1m"},
+		{limit.PerHour(1000), "rl:{user:42}:tb:1000:1h"},
+		{limit.Limit{Algorithm: limit.TokenBucket, Rate: 10, Period: time.Second, Burst: 50}, "rl:{user:42}:tb:10:1s:50"},
+		{limit.Limit{Algorithm: limit.LeakyBucket, Rate: 10, Period: 1500 * time.Millisecond}, "rl:{user:42}:lb:10:1500ms"},
+		{limit.Limit{Algorithm: limit.FixedWindow, Rate: 5, Period: 90 * time.Second}, "rl:{user:42}:fw:5:90s"},
+		{limit.Limit{Algorithm: limit.SlidingWindowLog, Rate: 5, Period: 250 * time.Microsecond}, "rl:{user:42}:swl:5:250us"},
+		{limit.Limit{Algorithm: limit.SlidingWindowCounter, Rate: 5, Period: 24 * time.Hour}, "rl:{user:42}:swc:5:24h"},
+	}
+	for _, tt := range tests {
+		if got := s.Key("user:42", tt.l); got != tt.want {
+			t.Errorf("Key(user:42, %v) = %q, want %q", tt.l, got, tt.want)
+		}
+	}
+}
+
+// TestBadInputConsumesNothing: every rejected request leaves Redis empty.
+func TestBadInputConsumesNothing(t *testing.T) {
+	s, m, _ := newMini(t)
+	ctx := context.Background()
+	ok := limit.PerSecond(10)
+	tests := []struct {
+		name   string
+		key    string
+		cost   int64
+		limits []limit.Limit
+		want   error
+	}{
+		{"empty key", "", 1, []limit.Limit{ok}, ErrInvalidKey},
+		{"long key", strings.Repeat("k", MaxKeyLen+1), 1, []limit.Limit{ok}, ErrInvalidKey},
+		{"no limits", "k", 1, nil, limit.ErrInvalidLimit},
+		{"zero rate", "k", 1, []limit.Limit{ok, {Rate: 0, Period: time.Second}}, limit.ErrInvalidLimit},
+		{"negative period", "k", 1, []limit.Limit{{Rate: 1, Period: -time.Second}}, limit.ErrInvalidLimit},
+		{"unknown algorithm", "k", 1, []limit.Limit{{Algorithm: 9, Rate: 1, Period: time.Second}}, limit.ErrInvalidLimit},
+		{"zero cost", "k", 0, []limit.Limit{ok}, limit.ErrInvalidCost},
+		{"negative cost", "k", -1, []limit.Limit{ok}, limit.ErrInvalidCost},
+		{"cost above one capacity", "k", 11, []limit.Limit{limit.PerMinute(100), ok}, limit.ErrCostExceedsLimit},
+		{"too many limits", "k", 1, make([]limit.Limit, MaxLimits+1), ErrTooManyLimits},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, _, err := s.Decide(ctx, tt.key, tt.cost, tt.limits...); !errors.Is(err, tt.want) {
+				t.Errorf("Decide = %v, want %v", err, tt.want)
+			}
+			out := make([]Result, 1)
+			_ = s.DecideMany(ctx, []Request{{tt.key, tt.cost, tt.limits}}, out)
+			if !errors.Is(out[0].Err, tt.want) {
+				t.Errorf("DecideMany Err = %v, want %v", out[0].Err, tt.want)
+			}
+			_ = s.DecidePipeline(ctx, []Request{{tt.key, tt.cost, tt.limits}}, out)
+			if !errors.Is(out[0].Err, tt.want) {
+				t.Errorf("DecidePipeline Err = %v, want %v", out[0].Err, tt.want)
+			}
+			if keys := m.Keys(); len(keys) != 0 {
+				t.Errorf("keys after a rejected request: %v", keys)
+			}
+		})
+	}
+	if _, err := s.Lease(ctx, "k", 0, ok); !errors.Is(err, limit.ErrInvalidCost) {
+		t.Errorf("Lease(want 0) = %v, want ErrInvalidCost", err)
+	}
+	if _, err := s.Lease(ctx, "", 1, ok); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("Lease(empty key) = %v, want ErrInvalidKey", err)
+	}
+}
+
+// TestEveryWriteHasTTL: after traffic on every algorithm, no key lacks a TTL.
+func TestEveryWriteHasTTL(t *testing.T) {
+	s, _, rdb := newRealProduction(t)
+	ctx := context.Background()
+	for i, set := range limitSets {
+		key := string(rune('a' + i))
+		for j := 0; j < 5; j++ {
+			if _, _, err := s.Decide(ctx, key, 1, set...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l, err := s.Lease(ctx, key, 2, set...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.GiveBack(ctx, key, l.At, 1, set...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) == 0 {
+		t.Fatal("no keys written")
+	}
+	for _, k := range keys {
+		ttl, err := rdb.PTTL(ctx, k).Result()
+		if err != nil || ttl <= 0 {
+			t.Errorf("PTTL(%s) = %v, %v; want a TTL", k, ttl, err)
+		}
+	}
+}
+
+// TestTokenBucketIsOneInteger: the token bucket's whole state is one
+// integer value, which Redis stores int-encoded.
+func TestTokenBucketIsOneInteger(t *testing.T) {
+	s, _, rdb := newRealProduction(t)
+	ctx := context.Background()
+	l := limit.PerMinute(100)
+	if _, _, err := s.Decide(ctx, "user:1", 3, l); err != nil {
+		t.Fatal(err)
+	}
+	enc, err := rdb.ObjectEncoding(ctx, s.Key("user:1", l)).Result()
+	if err != nil || enc != "int" {
+		t.Errorf("OBJECT ENCODING = %q, %v; want int", enc, err)
+	}
+}
+
+// TestNoScriptReload: a node that lost its script cache gets the script
+// again, for single, multi-key and pipelined calls, and for leases.
+func TestNoScriptReload(t *testing.T) {
+	s, srv, rdb := newRealProduction(t)
+	ctx := context.Background()
+	l := limit.PerSecond(1000)
+	reqs := []Request{{"a", 1, []limit.Limit{l}}, {"b", 2, []limit.Limit{l}}}
+	out := make([]Result, len(reqs))
+	steps := []struct {
+		name string
+		call func() error
+	}{
+		{"Decide", func() error { _, _, err := s.Decide(ctx, "a", 1, l); return err }},
+		{"DecideMany", func() error { return s.DecideMany(ctx, reqs, out) }},
+		{"DecidePipeline", func() error { return s.DecidePipeline(ctx, reqs, out) }},
+		{"Lease", func() error { _, err := s.Lease(ctx, "a", 5, l); return err }},
+		{"GiveBack", func() error { return s.GiveBack(ctx, "a", time.Now().UnixMicro(), 1, l) }},
+	}
+	for _, st := range steps {
+		t.Run(st.name+"/flush", func(t *testing.T) {
+			if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.call(); err != nil {
+				t.Fatalf("%s after SCRIPT FLUSH: %v", st.name, err)
+			}
+		})
+		t.Run(st.name+"/restart", func(t *testing.T) {
+			if err := srv.Restart(); err != nil {
+				t.Fatal(err)
+			}
+			// The first call may meet the pool's dead connection; a new
+			// connection loads the scripts on connect.
+			var err error
+			for i := 0; i < 3; i++ {
+				if err = st.call(); err == nil {
+					break
+				}
+			}
+			if err != nil {
+				t.Fatalf("%s after restart: %v", st.name, err)
+			}
+		})
+	}
+}
+
+// TestNoScriptReloadPlainClient: with a client that does not load scripts
+// on connect, EVALSHA meets NOSCRIPT and the store loads the script itself.
+func TestNoScriptReloadPlainClient(t *testing.T) {
+	s, _, rdb := newRealProduction(t)
+	s.rdb = rdb // plain client: no OnConnect
+	ctx := context.Background()
+	l := limit.PerHour(1000)
+	out := make([]Result, 3)
+	reqs := []Request{{"a", 1, []limit.Limit{l}}, {"b", 1, []limit.Limit{l}}, {"c", 1, []limit.Limit{l}}}
+	for i := 0; i < 2; i++ {
+		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DecidePipeline(ctx, reqs, out); err != nil {
+			t.Fatalf("DecidePipeline after flush: %v", err)
+		}
+		for j, r := range out {
+			if r.Err != nil || !r.Allowed || r.Remaining != int64(999-i) {
+				t.Errorf("round %d request %d = %+v, want allowed with %d remaining", i, j, r, 999-i)
+			}
+		}
+	}
+}
+
+// TestDecideManyMatchesDecide: a multi-key call gives each request what a
+// call of its own would.
+func TestDecideManyMatchesDecide(t *testing.T) {
+	one, _, c1 := newMini(t)
+	many, _, c2 := newMini(t)
+	pipe, _, c3 := newMini(t)
+	ctx := context.Background()
+	now := conformance.Base
+	var reqs []Request
+	for i := 0; i < 40; i++ {
+		set := limitSets[i%len(limitSets)]
+		reqs = append(reqs, Request{Key: string(rune('a' + i%7)), Cost: int64(1 + i%2), Limits: set})
+	}
+	reqs = append(reqs, Request{Key: "", Cost: 1, Limits: limitSets[0]}) // bad input in the middle of a batch
+	for round := 0; round < 3; round++ {
+		now = now.Add(150 * time.Millisecond)
+		for _, c := range []clock{c1, c2, c3} {
+			c.set(t, now)
+		}
+		outMany := make([]Result, len(reqs))
+		outPipe := make([]Result, len(reqs))
+		if err := many.DecideMany(ctx, reqs, outMany); err != nil {
+			t.Fatal(err)
+		}
+		if err := pipe.DecidePipeline(ctx, reqs, outPipe); err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range reqs {
+			d, b, err := one.Decide(ctx, r.Key, r.Cost, r.Limits...)
+			want := Result{Decision: d, Binding: b, Err: err}
+			if !sameResult(outMany[i], want) || !sameResult(outPipe[i], want) {
+				t.Fatalf("round %d request %d: DecideMany = %+v, DecidePipeline = %+v, Decide = %+v", round, i, outMany[i], outPipe[i], want)
+			}
+		}
+	}
+}
+
+func sameResult(a, b Result) bool {
+	if (a.Err == nil) != (b.Err == nil) {
+		return false
+	}
+	if a.Err != nil {
+		return a.Err.Error() == b.Err.Error()
+	}
+	return a.Decision == b.Decision && a.Binding == b.Binding
+}
+
+// TestSlidingLogGiveBackRemovesTheLease: giving back removes the events the
+// lease charged, not older ones, so the window frees up when it should.
+func TestSlidingLogGiveBackRemovesTheLease(t *testing.T) {
+	s, _, c := newMini(t)
+	ctx := context.Background()
+	l := limit.Limit{Algorithm: limit.SlidingWindowLog, Rate: 6, Period: time.Second}
+	t0 := conformance.Base
+	c.set(t, t0)
+	if _, _, err := s.Decide(ctx, "k", 2, l); err != nil {
+		t.Fatal(err)
+	}
+	c.set(t, t0.Add(500*time.Millisecond))
+	ls, err := s.Lease(ctx, "k", 3, l)
+	if err != nil || ls.Granted != 3 {
+		t.Fatalf("Lease = %+v, %v; want 3 granted", ls, err)
+	}
+	if err := s.GiveBack(ctx, "k", ls.At, 2, l); err != nil {
+		t.Fatal(err)
+	}
+	// At t0+1s the two events of t0 have left; one leased event remains.
+	c.set(t, t0.Add(time.Second))
+	d, _, err := s.Decide(ctx, "k", 1, l)
+	if err != nil || !d.Allowed || d.Remaining != 4 {
+		t.Errorf("Decide after give-back = %+v, %v; want allowed with 4 remaining", d, err)
+	}
+}
+
+// TestLeaseNeverExceedsCapacity: a lease takes what every limit has, and a
+// give-back never lifts a limit above its capacity.
+func TestLeaseNeverExceedsCapacity(t *testing.T) {
+	s, _, c := newMini(t)
+	ctx := context.Background()
+	c.set(t, conformance.Base)
+	limits := []limit.Limit{limit.PerSecond(10), {Algorithm: limit.FixedWindow, Rate: 4, Period: time.Second}}
+	ls, err := s.Lease(ctx, "k", 100, limits...)
+	if err != nil || ls.Granted != 4 || ls.Binding != 1 || ls.Remaining != 0 {
+		t.Fatalf("Lease(100) = %+v, %v; want 4 granted, bound by the window", ls, err)
+	}
+	ls2, err := s.Lease(ctx, "k", 1, limits...)
+	if err != nil || ls2.Granted != 0 || ls2.RetryAfter != time.Second {
+		t.Fatalf("second Lease = %+v, %v; want none, retry after 1s", ls2, err)
+	}
+	if err := s.GiveBack(ctx, "k", ls.At, 1000, limits...); err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := s.Decide(ctx, "k", 1, limits...)
+	if err != nil || !d.Allowed || d.Remaining != 3 {
+		t.Errorf("Decide after give-back = %+v, %v; want allowed, 3 remaining (capacity 4)", d, err)
+	}
+}
+
+func TestBoundOptions(t *testing.T) {
+	called := false
+	user := &redis.Options{
+		Addr:        "127.0.0.1:1",
+		Password:    "secret",
+		ReadTimeout: 5 * time.Second,
+		MaxRetries:  3,
+		DialTimeout: 10 * time.Millisecond,
+		OnConnect:   func(context.Context, *redis.Conn) error { called = true; return nil },
+	}
+	o := BoundOptions(user)
+	if !o.ContextTimeoutEnabled || o.MaxRetries != -1 || o.ReadTimeout != DefaultReadTimeout ||
+		o.WriteTimeout != DefaultWriteTimeout || o.PoolTimeout != DefaultPoolTimeout || o.DialTimeout != 10*time.Millisecond {
+		t.Errorf("BoundOptions = %+v", o)
+	}
+	if o.MaintNotificationsConfig == nil || o.MaintNotificationsConfig.Mode != "disabled" {
+		t.Errorf("maintenance notifications not disabled: %+v", o.MaintNotificationsConfig)
+	}
+	if o.Password != "secret" || o.Addr != user.Addr {
+		t.Errorf("BoundOptions lost the address or credentials")
+	}
+	if user.MaxRetries != 3 || user.ReadTimeout != 5*time.Second {
+		t.Errorf("BoundOptions modified its argument")
+	}
+	_ = called
+}
+
+// TestPausedNodeBoundedByContext: a SIGSTOPped node holds a call no longer
+// than its context allows, and the script is not sent twice.
+func TestPausedNodeBoundedByContext(t *testing.T) {
+	s, srv, rdb := newRealProduction(t)
+	ctx := context.Background()
+	l := limit.PerMinute(1000)
+	if _, _, err := s.Decide(ctx, "k", 1, l); err != nil {
+		t.Fatal(err)
+	}
+	before := scriptCalls(t, rdb)
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	start := time.Now()
+	_, _, err := s.Decide(cctx, "k", 1, l)
+	elapsed := time.Since(start)
+	cancel()
+	if err == nil {
+		t.Fatal("Decide on a paused node succeeded")
+	}
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	// The timed-out call ran once when the node resumed, and only once.
+	deadline := time.Now().Add(2 * time.Second)
+	var after int64
+	for time.Now().Before(deadline) {
+		if after = scriptCalls(t, rdb); after-before >= 1 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if after-before != 1 {
+		t.Errorf("script calls after a timed-out call = %d, want 1 (no retry)", after-before)
+	}
+	if elapsed > 2*time.Second {
+		t.Errorf("Decide on a paused node took %v; the 50ms context did not bound it", elapsed)
+	}
+	t.Logf("paused node: Decide returned %v after %v", err, elapsed)
+}
+
+// scriptCalls counts EVALSHA calls the server has executed.
+func scriptCalls(t *testing.T, rdb *redis.Client) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
+			n, _, _ := strings.Cut(rest, ",")
+			var v int64
+			for _, ch := range n {
+				v = v*10 + int64(ch-'0')
+			}
+			return v
+		}
+	}
+	return 0
+}
