@@ -147,3 +147,17 @@ func (l Limit) Spec() (Spec, error) {
 	}
 	return Spec{}, fmt.Errorf("%w: %d per %v cannot be computed exactly (capacity × period too large); use a period of whole seconds or a smaller rate", ErrInvalidLimit, c, l.Period)
 }
+
+// CheckDistinct reports, wrapping ErrInvalidLimit, a limit given twice in
+// one request: both would name the same state, and charging it once or
+// twice would each surprise someone.
+func CheckDistinct(limits []Limit) error {
+	for i := 1; i < len(limits); i++ {
+		for j := 0; j < i; j++ {
+			if limits[i] == limits[j] {
+				return fmt.Errorf("%w: %v given twice", ErrInvalidLimit, limits[i])
+			}
+		}
+	}
+	return nil
+}

@@ -69,6 +69,9 @@ func TakeAll(states []State, limits []Limit, now time.Time, cost int64) (Decisio
 	if len(states) != len(limits) || len(limits) == 0 {
 		return Decision{}, 0, fmt.Errorf("%w: %d states for %d limits", ErrInvalidLimit, len(states), len(limits))
 	}
+	if err := CheckDistinct(limits); err != nil {
+		return Decision{}, 0, err
+	}
 	specs := make([]Spec, len(limits))
 	for i, l := range limits {
 		sp, err := l.Spec()

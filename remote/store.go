@@ -86,6 +86,9 @@ func check(key string, cost int64, limits []limit.Limit) error {
 			return err
 		}
 	}
+	if err := limit.CheckDistinct(limits); err != nil {
+		return err
+	}
 	if cost == leaseCost {
 		return nil
 	}

@@ -56,6 +56,7 @@ func TestBadInputConsumesNothing(t *testing.T) {
 		{"negative cost", "k", -1, []limit.Limit{ok}, limit.ErrInvalidCost},
 		{"cost above one capacity", "k", 11, []limit.Limit{limit.PerMinute(100), ok}, limit.ErrCostExceedsLimit},
 		{"too many limits", "k", 1, make([]limit.Limit, MaxLimits+1), ErrTooManyLimits},
+		{"limit given twice", "k", 1, []limit.Limit{ok, limit.PerMinute(5), ok}, limit.ErrInvalidLimit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
