@@ -22,6 +22,9 @@ const (
 
 	// maxScaled bounds every product of a count and a period in quanta.
 	maxScaled = 1 << 50
+	// maxDeficit bounds a bucket's deficit when the clock went back: the
+	// Redis form tells deficits apart only within 2^51.
+	maxDeficit = 1<<51 - 1
 )
 
 // Limit is a rate limit: Rate units per Period, enforced by Algorithm.
@@ -94,10 +97,11 @@ type Spec struct {
 	C         int64 // capacity
 }
 
-// Spec validates the limit and returns its integer form. The quantum is the
-// smallest power of ten microseconds that divides the period and keeps
-// capacity*P within 2^50, so that no product overflows a double's 53-bit
-// mantissa. For periods of a whole second it is at most one second.
+// Spec validates the limit and returns its integer form. For the buckets and
+// SlidingWindowCounter the quantum is the smallest power of ten microseconds
+// that divides the period and keeps capacity*P within 2^50, so that no
+// product overflows a double's 53-bit mantissa; FixedWindow and
+// SlidingWindowLog form no such product and always count microseconds.
 func (l Limit) Spec() (Spec, error) {
 	if !l.Algorithm.Valid() {
 		return Spec{}, fmt.Errorf("%w: unknown algorithm %d", ErrInvalidLimit, l.Algorithm)
@@ -154,10 +158,22 @@ func (l Limit) Spec() (Spec, error) {
 func CheckDistinct(limits []Limit) error {
 	for i := 1; i < len(limits); i++ {
 		for j := 0; j < i; j++ {
-			if limits[i] == limits[j] {
+			if limits[i].Canonical() == limits[j].Canonical() {
 				return fmt.Errorf("%w: %v given twice", ErrInvalidLimit, limits[i])
 			}
 		}
 	}
 	return nil
+}
+
+// Canonical returns the limit with Burst spelled out for TokenBucket and
+// LeakyBucket (PerSecond(10) and a Burst of 10 are one limit) and zero for
+// the window algorithms. Stores key state by it.
+func (l Limit) Canonical() Limit {
+	if l.Algorithm.isBucket() {
+		l.Burst = l.Capacity()
+	} else {
+		l.Burst = 0
+	}
+	return l
 }

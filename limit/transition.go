@@ -27,8 +27,8 @@ func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
 
 // look computes the view of s at nowUS.
 func (sp Spec) look(s *State, nowUS int64) view {
-	if nowUS < 0 {
-		nowUS = 0
+	if nowUS < 1 {
+		nowUS = 1 // T == 0 means never charged; the epoch itself counts as 1µs after it
 	}
 	v := view{sp: sp, now: nowUS}
 	switch sp.Algorithm {
@@ -37,14 +37,16 @@ func (sp Spec) look(s *State, nowUS int64) view {
 		if s.T == 0 || s.A <= 0 {
 			break
 		}
-		full := sp.C * sp.P
+		// The deficit may exceed the capacity when the clock went back: the
+		// bucket is then empty, and stays so until the deficit drains below
+		// capacity, which RetryAfter and ResetAfter count from it.
 		tq := floorDiv(s.T, sp.Q)
 		if v.nq >= tq {
 			if e := v.nq - tq; e < ceilDiv(s.A, sp.R) {
 				v.d = s.A - e*sp.R
 			}
-		} else if b := tq - v.nq; b >= ceilDiv(full-s.A, sp.R) {
-			v.d = full
+		} else if b := tq - v.nq; b >= ceilDiv(maxDeficit-s.A, sp.R) {
+			v.d = maxDeficit
 		} else {
 			v.d = s.A + b*sp.R
 		}
@@ -88,7 +90,7 @@ func (v *view) avail() int64 {
 	var a int64
 	switch sp.Algorithm {
 	case TokenBucket, LeakyBucket:
-		a = (sp.C*sp.P - v.d) / sp.P
+		a = floorDiv(sp.C*sp.P-v.d, sp.P)
 	case FixedWindow:
 		a = sp.R - v.d
 	case SlidingWindowCounter:
@@ -133,7 +135,7 @@ func (v *view) decide(cost int64, allowed bool) Decision {
 	switch sp.Algorithm {
 	case TokenBucket, LeakyBucket:
 		d := v.d + charged*sp.P
-		dec.Remaining = (sp.C*sp.P - d) / sp.P
+		dec.Remaining = max(floorDiv(sp.C*sp.P-d, sp.P), 0)
 		dec.ResetAfter = us(v.after(v.nq + ceilDiv(d, sp.R)))
 		if !allowed {
 			dec.RetryAfter = us(v.after(v.nq + ceilDiv(v.d+cost*sp.P-sp.C*sp.P, sp.R)))

@@ -93,6 +93,11 @@ var Vectors = []Vector{
 			// 100ms earlier the bucket held one token less.
 			{900 * ms, 1, ok(3, 700*ms)},
 			{s, 1, ok(3, 700*ms)},
+			{s, 3, ok(0, s)},
+			// 500ms earlier than the last charge the bucket was "more than
+			// empty": denied until the deficit drains below capacity at 1.1s.
+			{500 * ms, 1, deny(0, 600*ms, 1500*ms)},
+			{1100 * ms, 1, ok(0, s)},
 		},
 	},
 	{

@@ -12,10 +12,8 @@ function TB.look(key, sp, raw)
     if diff >= TWO51 then
       diff = diff - TWO52
     end
-    local full = sp.c * sp.p
-    if diff > full then
-      diff = full
-    elseif diff < 0 then
+    -- Above the capacity when the clock went back: empty until it drains.
+    if diff < 0 then
       diff = 0
     end
     v.d = diff
@@ -24,7 +22,7 @@ function TB.look(key, sp, raw)
 end
 
 function TB.avail(v)
-  return fdiv(v.sp.c * v.sp.p - v.d, v.sp.p)
+  return math.max(fdiv(v.sp.c * v.sp.p - v.d, v.sp.p), 0)
 end
 
 function TB.allows(v, cost)
@@ -41,7 +39,7 @@ function TB.decide(v, cost, ok)
   if not ok then
     retry = after(v, v.nq + cdiv(v.d + cost * sp.p - sp.c * sp.p, sp.r))
   end
-  return {fdiv(sp.c * sp.p - d, sp.p), retry, after(v, v.nq + cdiv(d, sp.r)), 0}
+  return {math.max(fdiv(sp.c * sp.p - d, sp.p), 0), retry, after(v, v.nq + cdiv(d, sp.r)), 0}
 end
 
 function TB.store(v, d)

@@ -1,0 +1,136 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/internal/redistest"
+	"github.com/hybridlimit/hybridlimit/limit"
+)
+
+// These benchmarks need redis-server: each starts its own on a free port.
+// One op is one decision; decisions/s is reported beside ns/op because the
+// parallel benchmarks keep many calls in flight at once.
+//
+//	go test -run '^$' -bench . -benchtime 3s ./remote/
+
+const benchKeys = 100_000
+
+func benchKeyNames() []string {
+	keys := make([]string, benchKeys)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("user:%d", i)
+	}
+	return keys
+}
+
+func benchStore(b *testing.B) (*Store, *redis.Client) {
+	b.Helper()
+	srv := redistest.Start(b)
+	rdb := NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 64})
+	b.Cleanup(func() { rdb.Close() })
+	s, err := New(rdb, Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Load(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return s, rdb
+}
+
+// BenchmarkDecide: one key per script call, 64 goroutines, uniform over
+// 100,000 keys each within its limit, beside redis_rate on the same server.
+func BenchmarkDecide(b *testing.B) {
+	keys := benchKeyNames()
+	ctx := context.Background()
+	l := limit.PerMinute(1_000_000)
+	b.Run("impl=hybridlimit", func(b *testing.B) {
+		s, _ := benchStore(b)
+		var next atomic.Uint64
+		b.SetParallelism(64 / runtimeProcs())
+		b.ReportAllocs()
+		start := time.Now()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				k := keys[next.Add(7919)%benchKeys]
+				if _, _, err := s.Decide(ctx, k, 1, l); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
+		b.ReportMetric(1, "redis-calls/op")
+	})
+	b.Run("impl=redis_rate", func(b *testing.B) {
+		_, rdb := benchStore(b)
+		lim := redis_rate.NewLimiter(rdb)
+		rl := redis_rate.PerMinute(1_000_000)
+		var next atomic.Uint64
+		b.SetParallelism(64 / runtimeProcs())
+		b.ReportAllocs()
+		start := time.Now()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				k := keys[next.Add(7919)%benchKeys]
+				if _, err := lim.Allow(ctx, k, rl); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
+		b.ReportMetric(1, "redis-calls/op")
+	})
+}
+
+// BenchmarkDecideMany: many keys per script call. One op is one decision;
+// with batch=64 a call decides 64 keys in one round trip.
+func BenchmarkDecideMany(b *testing.B) {
+	keys := benchKeyNames()
+	ctx := context.Background()
+	l := []limit.Limit{limit.PerMinute(1_000_000)}
+	for _, batch := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			s, _ := benchStore(b)
+			var next atomic.Uint64
+			var calls atomic.Int64
+			b.SetParallelism(64 / runtimeProcs())
+			b.ReportAllocs()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				reqs := make([]Request, batch)
+				out := make([]Result, batch)
+				n := 0
+				for pb.Next() {
+					reqs[n] = Request{Key: keys[next.Add(7919)%benchKeys], Cost: 1, Limits: l}
+					n++
+					if n == batch {
+						if err := s.DecideMany(ctx, reqs, out); err != nil {
+							b.Error(err)
+							return
+						}
+						calls.Add(1)
+						n = 0
+					}
+				}
+				if n > 0 {
+					_ = s.DecideMany(ctx, reqs[:n], out[:n])
+					calls.Add(1)
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
+			b.ReportMetric(float64(calls.Load())/float64(b.N), "redis-calls/op")
+		})
+	}
+}
+
+func runtimeProcs() int { return max(1, runtime.GOMAXPROCS(0)) }
