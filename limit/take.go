@@ -91,9 +91,6 @@ func TakeAll(states []State, limits []Limit, now time.Time, cost int64) (Decisio
 	return d, b, nil
 }
 
-// maxLimits bounds the limits of one request on the allocation-free path.
-const maxLimits = 16
-
 // TakeSpecs is TakeAll on validated specs, for stores that keep State
 // themselves. It assumes 1 <= cost <= every capacity and len(states) ==
 // len(specs) >= 1.
@@ -101,8 +98,11 @@ func TakeSpecs(states []*State, specs []Spec, nowUS, cost int64) (Decision, int)
 	if len(specs) == 1 {
 		return specs[0].Take(states[0], nowUS, cost), 0
 	}
-	var buf [maxLimits]view
+	var buf [8]view // most requests carry a few limits
 	views := buf[:0]
+	if len(specs) > len(buf) {
+		views = make([]view, 0, len(specs))
+	}
 	ok := true
 	for i, sp := range specs {
 		views = append(views, sp.look(states[i], nowUS))
@@ -146,8 +146,11 @@ func bind(views []view, cost int64, allowed bool) (Decision, int) {
 // granted (0 when any limit is exhausted; nothing is charged then) and the
 // binding decision after the charge.
 func LeaseSpecs(states []*State, specs []Spec, nowUS, want int64) (int64, Decision) {
-	var buf [maxLimits]view
+	var buf [8]view // most requests carry a few limits
 	views := buf[:0]
+	if len(specs) > len(buf) {
+		views = make([]view, 0, len(specs))
+	}
 	g := want
 	for i, sp := range specs {
 		views = append(views, sp.look(states[i], nowUS))

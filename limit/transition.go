@@ -1,5 +1,7 @@
 package limit
 
+import "math/bits"
+
 // view is one limit's state seen at one instant, before any charge. All
 // arithmetic is in int64 and stays below 2^53, as the Lua mirror requires.
 type view struct {
@@ -25,6 +27,15 @@ func floorDiv(a, b int64) int64 {
 
 func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
 
+// quanta converts microseconds to quanta, without dividing in the common
+// case of a one-microsecond quantum.
+func (sp Spec) quanta(us int64) int64 {
+	if sp.Q == 1 {
+		return us
+	}
+	return floorDiv(us, sp.Q)
+}
+
 // look computes the view of s at nowUS.
 func (sp Spec) look(s *State, nowUS int64) view {
 	if nowUS < 1 {
@@ -33,17 +44,19 @@ func (sp Spec) look(s *State, nowUS int64) view {
 	v := view{sp: sp, now: nowUS}
 	switch sp.Algorithm {
 	case TokenBucket, LeakyBucket:
-		v.nq = floorDiv(nowUS, sp.Q)
+		v.nq = sp.quanta(nowUS)
 		if s.T == 0 || s.A <= 0 {
 			break
 		}
 		// The deficit may exceed the capacity when the clock went back: the
 		// bucket is then empty, and stays so until the deficit drains below
 		// capacity, which RetryAfter and ResetAfter count from it.
-		tq := floorDiv(s.T, sp.Q)
+		tq := sp.quanta(s.T)
 		if v.nq >= tq {
-			if e := v.nq - tq; e < ceilDiv(s.A, sp.R) {
-				v.d = s.A - e*sp.R
+			// Refilled e*R; compared without dividing, and without
+			// overflowing however long the key was idle.
+			if hi, lo := bits.Mul64(uint64(v.nq-tq), uint64(sp.R)); hi == 0 && lo < uint64(s.A) {
+				v.d = s.A - int64(lo)
 			}
 		} else if b := tq - v.nq; b >= ceilDiv(maxDeficit-s.A, sp.R) {
 			v.d = maxDeficit
@@ -59,10 +72,10 @@ func (sp Spec) look(s *State, nowUS int64) view {
 		}
 	case SlidingWindowCounter:
 		v.now = max(nowUS, s.T)
-		v.nq = floorDiv(v.now, sp.Q)
+		v.nq = sp.quanta(v.now)
 		v.k = floorDiv(v.nq, sp.P)
 		if s.T != 0 {
-			switch floorDiv(floorDiv(s.T, sp.Q), sp.P) {
+			switch floorDiv(sp.quanta(s.T), sp.P) {
 			case v.k:
 				v.d, v.prev = s.A, s.B
 			case v.k - 1:

@@ -1,0 +1,276 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"time"
+
+	"github.com/hybridlimit/hybridlimit/limit"
+)
+
+// maxLimits is how many distinct limits of one request are handled without
+// allocating; more are allowed, at the cost of an allocation.
+const maxLimits = 16
+
+// Limiter decides requests for many keys against limits, in process. Each
+// (key, limit) pair has its own state, created on first use and dropped
+// when it no longer matters or when memory is full (see Config.MaxKeys).
+//
+// A Limiter is safe for concurrent use by multiple goroutines. It starts no
+// goroutines and holds no resources, so it needs no Close.
+type Limiter struct {
+	cfg    Config
+	now    func() time.Time
+	seed   maphash.Seed
+	mask   uint64
+	shards []shard
+}
+
+// New returns a Limiter configured by cfg, whose zero fields take their
+// documented defaults. It returns an error when a field is out of range.
+func New(cfg Config) (*Limiter, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l := &Limiter{
+		cfg:    cfg,
+		now:    cfg.Now,
+		seed:   maphash.MakeSeed(),
+		mask:   uint64(cfg.Shards - 1),
+		shards: make([]shard, cfg.Shards),
+	}
+	// Spread MaxKeys exactly: the first MaxKeys%Shards shards take one more.
+	per, extra := cfg.MaxKeys/cfg.Shards, cfg.MaxKeys%cfg.Shards
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.m = make(map[string]*entry)
+		sh.cap = per
+		if i < extra {
+			sh.cap++
+		}
+	}
+	return l, nil
+}
+
+// Config returns the configuration in use, defaults filled in and Shards
+// adjusted as Config documents.
+func (l *Limiter) Config() Config { return l.cfg }
+
+// Allow is AllowN with a cost of 1.
+func (l *Limiter) Allow(key string, limits ...limit.Limit) (limit.Decision, error) {
+	return l.decide(key, l.now().UnixMicro(), 1, limits)
+}
+
+// AllowN decides a request of cost units for key against limits, now, and
+// charges them when it is admitted. With several limits the request is
+// admitted only when every limit admits it, and then charged to all of them;
+// a denied request consumes nothing. The Decision is that of the binding
+// limit: when denied, the denying limit with the longest RetryAfter; when
+// admitted, the one with the fewest Remaining (Delay is the longest of all).
+// Limits equal in their canonical form (limit.Limit.Canonical: PerSecond(10)
+// and a Burst of 10 are one limit) share the key's state across calls.
+//
+// Denial is not an error. The error is non-nil only for bad input, which
+// consumes nothing: ErrInvalidKey for an empty key; an error wrapping
+// limit.ErrInvalidLimit for an invalid limit, none at all, or one given twice
+// (as limit.CheckDistinct says); limit.ErrInvalidCost for a cost below 1;
+// limit.ErrCostExceedsLimit for a cost above a limit's capacity;
+// ErrTooManyLimits for more limits than MaxKeys allows one key.
+func (l *Limiter) AllowN(key string, cost int64, limits ...limit.Limit) (limit.Decision, error) {
+	return l.decide(key, l.now().UnixMicro(), cost, limits)
+}
+
+// AllowAt is AllowN at the instant now instead of Config.Now's, and also
+// returns the index in limits of the binding limit. Time that goes backwards
+// counts as package limit says.
+func (l *Limiter) AllowAt(key string, now time.Time, cost int64, limits ...limit.Limit) (limit.Decision, int, error) {
+	return l.allowAt(key, now.UnixMicro(), cost, limits)
+}
+
+// decide is AllowN at nowUS, with a short path for the common case: one
+// limit.
+func (l *Limiter) decide(key string, nowUS, cost int64, limits []limit.Limit) (limit.Decision, error) {
+	if len(limits) == 1 && key != "" {
+		return l.allowOne(l.shard(key), key, nowUS, cost, &limits[0])
+	}
+	d, _, err := l.allowAt(key, nowUS, cost, limits)
+	return d, err
+}
+
+// allowAt is AllowAt at nowUS. Bad input is reported in the order of
+// limit.TakeAll: the key, no limits, a limit given twice, then each limit's
+// validity and the cost against it.
+func (l *Limiter) allowAt(key string, nowUS, cost int64, limits []limit.Limit) (limit.Decision, int, error) {
+	if err := checkRequest(key, limits); err != nil {
+		return limit.Decision{}, 0, err
+	}
+	sh := l.shard(key)
+	if len(limits) == 1 {
+		d, err := l.allowOne(sh, key, nowUS, cost, &limits[0])
+		return d, 0, err
+	}
+	var buf groupBuf
+	g := buf.group(len(limits))
+	sh.mu.Lock()
+	if bad, err := sh.gather(&g, key, limits, cost, true, nowUS); bad >= 0 {
+		sh.mu.Unlock()
+		return limit.Decision{}, 0, l.badRequest(sh, limits, bad, cost, err)
+	}
+	d, b := limit.TakeSpecs(g.states, g.specs, nowUS, cost)
+	sh.settle(&g, d.Allowed, nowUS)
+	sh.mu.Unlock()
+	return d, b, nil
+}
+
+// allowOne decides a request with a valid key against a single limit, the
+// common case; the limit is the binding one.
+func (l *Limiter) allowOne(sh *shard, key string, nowUS, cost int64, lim *limit.Limit) (limit.Decision, error) {
+	c := lim.Canonical()
+	sh.mu.Lock()
+	e := sh.lookup(key, c)
+	if e == nil || !sameLimit(*lim, c) {
+		sp, err := lim.Spec()
+		if err != nil || cost < 1 || cost > sp.C {
+			sh.mu.Unlock()
+			return limit.Decision{}, l.badRequest(sh, []limit.Limit{*lim}, 0, cost, err)
+		}
+		if e == nil {
+			e = sh.insert(nil, key, c, sp, nowUS)
+		}
+	} else if cost < 1 || cost > e.spec.C {
+		sh.mu.Unlock()
+		return limit.Decision{}, l.badRequest(sh, []limit.Limit{*lim}, 0, cost, nil)
+	}
+	d := e.spec.Take(&e.state, nowUS, cost)
+	e.used = nowUS
+	sh.last = e
+	sh.mu.Unlock()
+	return d, nil
+}
+
+// Lease takes up to want units for key from all the limits at once, now: as
+// many as every limit admits, at most want. It returns the units granted and
+// charged (0 when any limit is exhausted; nothing is charged then) and the
+// binding Decision after the charge. The units are spent by the caller, and
+// those unused may be returned with GiveBack. Bad input is reported as by
+// AllowN, want playing the part of the cost, except that it may exceed a
+// capacity.
+func (l *Limiter) Lease(key string, want int64, limits ...limit.Limit) (granted int64, d limit.Decision, err error) {
+	return l.LeaseAt(key, l.now(), want, limits...)
+}
+
+// LeaseAt is Lease at the instant now instead of Config.Now's. Pass the same
+// instant to GiveBack as leaseAt.
+func (l *Limiter) LeaseAt(key string, now time.Time, want int64, limits ...limit.Limit) (granted int64, d limit.Decision, err error) {
+	if err := checkRequest(key, limits); err != nil {
+		return 0, limit.Decision{}, err
+	}
+	nowUS := now.UnixMicro()
+	sh := l.shard(key)
+	var buf groupBuf
+	g := buf.group(len(limits))
+	sh.mu.Lock()
+	if bad, err := sh.gather(&g, key, limits, want, false, nowUS); bad >= 0 {
+		sh.mu.Unlock()
+		return 0, limit.Decision{}, l.badRequest(sh, limits, bad, want, err)
+	}
+	granted, d = limit.LeaseSpecs(g.states, g.specs, nowUS, want)
+	sh.settle(&g, granted > 0, nowUS)
+	sh.mu.Unlock()
+	return granted, d, nil
+}
+
+// GiveBack returns units of a lease taken at leaseAt for key from the same
+// limits, never above their capacity: buckets get the units back; a window
+// only while the lease's window is still counted; the sliding log drops that
+// many of the oldest events charged at or after leaseAt. Limits whose state
+// is no longer kept (expired or evicted) are skipped; bad input (an empty
+// key, units below 1, a limit given twice, an invalid limit) is ignored.
+func (l *Limiter) GiveBack(key string, leaseAt time.Time, units int64, limits ...limit.Limit) {
+	if key == "" || units < 1 || limit.CheckDistinct(limits) != nil {
+		return
+	}
+	nowUS, leaseUS := l.now().UnixMicro(), leaseAt.UnixMicro()
+	sh := l.shard(key)
+	sh.mu.Lock()
+	for _, lim := range limits {
+		c := lim.Canonical()
+		if e := sh.lookup(key, c); e != nil && sameLimit(lim, c) {
+			st := [1]*limit.State{&e.state}
+			limit.GiveBackSpecs(st[:], []limit.Spec{e.spec}, nowUS, leaseUS, units)
+			e.used = nowUS
+		}
+	}
+	sh.mu.Unlock()
+}
+
+// Len returns the number of entries kept, one per (key, limit) pair,
+// expired ones included until they are dropped.
+func (l *Limiter) Len() int {
+	n := 0
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		n += sh.n
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// Sweep drops every expired entry, one shard at a time, and releases the
+// memory a shard kept from a past peak. Expired entries are also dropped a
+// few at a time as keys are inserted, so calling Sweep is optional: it
+// shortens the time memory stays in use after a burst of keys.
+func (l *Limiter) Sweep() {
+	nowUS := l.now().UnixMicro()
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		sh.sweep(nowUS)
+		sh.mu.Unlock()
+	}
+}
+
+// shard returns the shard of key.
+func (l *Limiter) shard(key string) *shard {
+	return &l.shards[maphash.String(l.seed, key)&l.mask]
+}
+
+// checkRequest checks the key, that there is at least one limit, and that
+// no limit is given twice.
+func checkRequest(key string, limits []limit.Limit) error {
+	if key == "" {
+		return ErrInvalidKey
+	}
+	if len(limits) == 0 {
+		return fmt.Errorf("local: %w: no limits given", limit.ErrInvalidLimit)
+	}
+	if err := limit.CheckDistinct(limits); err != nil {
+		return fmt.Errorf("local: %w", err)
+	}
+	return nil
+}
+
+// sameLimit reports whether lim, whose canonical form is c, is valid when c
+// is: they differ at most in Burst, and only a Burst that Canonical rewrites
+// away can make lim invalid (a negative one for a bucket, or one other than 0
+// or Rate for a window). The entry of c may then stand for lim.
+func sameLimit(lim, c limit.Limit) bool {
+	return lim.Burst == c.Burst || lim.Burst == 0 || lim.Burst == lim.Rate
+}
+
+// badRequest builds the error for a request refused under the lock: the
+// limit at index bad is invalid (err from limit.Spec) or cost is out of its
+// range (err nil); or there were bad limits, more than the shard holds (err
+// is ErrTooManyLimits).
+func (l *Limiter) badRequest(sh *shard, limits []limit.Limit, bad int, cost int64, err error) error {
+	switch {
+	case errors.Is(err, ErrTooManyLimits):
+		return fmt.Errorf("%w: %d limits, %d entries in the shard (Config.MaxKeys %d)", err, bad, sh.cap, l.cfg.MaxKeys)
+	case err != nil:
+		return fmt.Errorf("local: limits[%d]: %w", bad, err)
+	}
+	return fmt.Errorf("local: limits[%d]: %w", bad, limits[bad].CheckCost(cost))
+}

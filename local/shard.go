@@ -1,0 +1,363 @@
+package local
+
+import (
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hybridlimit/hybridlimit/limit"
+)
+
+// Sampling sizes of the incremental cleanup.
+const (
+	// tidySample is how many entries an insert into a shard with room
+	// examines, dropping the expired ones.
+	tidySample = 2
+	// evictSample is how many entries an insert into a full shard examines:
+	// it drops the expired ones or, when there are none, the least recently
+	// used.
+	evictSample = 8
+	// rebuildMin is the peak size below which Sweep never rebuilds a map.
+	rebuildMin = 1024
+	// retainMin is the shortest time, in microseconds, an expired entry is
+	// kept by the cleanup done on inserts (see entry.retired).
+	retainMin = int64(time.Minute / time.Microsecond)
+)
+
+// entry is the state of one limit of one key. The entries of one key form a
+// chain from the one its shard's map holds.
+type entry struct {
+	key   string      // the key, shared by the entries of its chain
+	limit limit.Limit // the limit, compared with ==
+	next  *entry      // the next limit of the same key, or nil
+	spec  limit.Spec  // the limit's integer form, computed once at insert
+	state limit.State // the limit's state for the key
+	used  int64       // µs of the last request that touched the entry
+}
+
+// expired reports whether the entry's state no longer matters at nowUS: it
+// would decide exactly as a fresh state, so it may be dropped. The instant is
+// computed from the state when needed (on inserts and sweeps) rather than
+// stored at every charge, which keeps a division off every decision.
+func (e *entry) expired(nowUS int64) bool { return nowUS >= idleAt(e.spec, &e.state) }
+
+// retired reports whether the entry has been expired at nowUS for a minute or
+// one period of its limit, whichever is longer. The cleanup done on inserts
+// drops only those, so that a key which comes back soon finds its entry:
+// without this slack, a generous limit (whose entries expire soon after each
+// request) would make most decisions insert their entry again.
+func (e *entry) retired(nowUS int64) bool {
+	idle := idleAt(e.spec, &e.state)
+	return nowUS >= idle && nowUS-idle >= max(e.spec.P*e.spec.Q, retainMin)
+}
+
+// idleAt returns the first instant, in microseconds since the Unix epoch, from
+// which s decides every request exactly as the zero State would, as long as
+// the clock does not go back before it:
+//
+//   - TokenBucket, LeakyBucket: when the deficit (or queue) has drained;
+//   - FixedWindow: the end of the charged window;
+//   - SlidingWindowCounter: the end of the window after the charged one, since
+//     the charged window still weighs on the next one;
+//   - SlidingWindowLog: when the newest event leaves the window.
+//
+// It is exact, not a bound: TestIdleAtMatchesFresh checks it against package
+// limit. Every time in a State is positive, so plain division floors.
+func idleAt(sp limit.Spec, s *limit.State) int64 {
+	switch sp.Algorithm {
+	case limit.TokenBucket, limit.LeakyBucket:
+		if s.T == 0 || s.A <= 0 {
+			return 0
+		}
+		return (s.T/sp.Q + (s.A+sp.R-1)/sp.R) * sp.Q
+	case limit.FixedWindow:
+		if s.T == 0 {
+			return 0
+		}
+		return (s.T/sp.P + 1) * sp.P
+	case limit.SlidingWindowCounter:
+		if s.T == 0 {
+			return 0
+		}
+		return (s.T/sp.Q/sp.P + 2) * sp.P * sp.Q
+	case limit.SlidingWindowLog:
+		if len(s.Log) == 0 {
+			return 0
+		}
+		return s.Log[len(s.Log)-1].T + sp.P
+	}
+	return math.MaxInt64
+}
+
+// shard is one lock's worth of entries. All the limits of one key live in the
+// same shard, so a request is decided under a single lock.
+//
+// Its map is keyed by the user key alone and holds the first entry of the
+// key's chain: one entry per (key, limit) pair, found with a string-keyed map
+// lookup (which Go makes several times faster than one keyed by a struct of a
+// string and a Limit) and a short walk comparing limits.
+type shard struct {
+	mu   sync.Mutex
+	m    map[string]*entry
+	n    int // entries in all chains
+	cap  int // most entries the shard may hold
+	peak int // most keys m held since it was last built
+
+	// last is the entry of the latest single-limit request: a hot key is
+	// found without a map lookup. Cleared when the entry is dropped.
+	last *entry
+
+	_ [16]byte // to a 64-byte cache line
+}
+
+// find returns the entry of lim in the chain from head, or nil.
+func find(head *entry, lim limit.Limit) *entry {
+	for e := head; e != nil; e = e.next {
+		if e.limit == lim {
+			return e
+		}
+	}
+	return nil
+}
+
+// lookup returns the entry of (key, lim), or nil.
+func (sh *shard) lookup(key string, lim limit.Limit) *entry {
+	if e := sh.last; e != nil && e.limit == lim && e.key == key {
+		return e
+	}
+	return find(sh.m[key], lim)
+}
+
+// drop unlinks e, an entry of the chain from head.
+func (sh *shard) drop(head, e *entry) {
+	switch {
+	case head == e && e.next == nil:
+		delete(sh.m, e.key)
+	case head == e:
+		sh.m[e.key] = e.next
+	default:
+		p := head
+		for p.next != e {
+			p = p.next
+		}
+		p.next = e.next
+	}
+	e.next = nil
+	sh.n--
+	if sh.last == e {
+		sh.last = nil
+	}
+}
+
+// group holds the limits of one request and their entries, in storage
+// provided by the caller (arrays on its stack in the common case). Each
+// slice is as long as the request's limits. It is filled by index, never by
+// append, so that it stays on the caller's stack.
+type group struct {
+	entries []*entry
+	states  []*limit.State
+	specs   []limit.Spec
+	limits  []limit.Limit // canonical
+	fresh   []bool        // inserted by this request
+}
+
+// groupBuf is the storage of a group of up to maxLimits limits, meant to live
+// on the stack of the function deciding the request.
+type groupBuf struct {
+	entries [maxLimits]*entry
+	states  [maxLimits]*limit.State
+	specs   [maxLimits]limit.Spec
+	limits  [maxLimits]limit.Limit
+	fresh   [maxLimits]bool
+}
+
+// group returns an empty group for n limits, in b when they fit.
+func (b *groupBuf) group(n int) group {
+	if n > maxLimits {
+		return group{entries: make([]*entry, n), states: make([]*limit.State, n), specs: make([]limit.Spec, n), limits: make([]limit.Limit, n), fresh: make([]bool, n)}
+	}
+	return group{entries: b.entries[:n], states: b.states[:n], specs: b.specs[:n], limits: b.limits[:n], fresh: b.fresh[:n]}
+}
+
+// holds reports whether e belongs to g.
+func (g *group) holds(e *entry) bool {
+	if g == nil {
+		return false
+	}
+	for _, h := range g.entries {
+		if h == e {
+			return true
+		}
+	}
+	return false
+}
+
+// gather fills g with the entries of the limits of one request for key,
+// which are distinct, inserting those missing. It checks every limit in
+// order, then cost against it: at least 1, and at most its capacity when
+// capped. It does so before it inserts anything, so bad input changes
+// nothing, and then returns the index of the offending limit and, for an
+// invalid limit, the error of limit.Spec, or the number of limits and
+// ErrTooManyLimits when they cannot all fit in the shard. It returns -1, nil
+// when g is ready. Called with sh.mu held.
+func (sh *shard) gather(g *group, key string, limits []limit.Limit, cost int64, capped bool, nowUS int64) (int, error) {
+	head := sh.m[key]
+	missing := false
+	for i, l := range limits {
+		c := l.Canonical()
+		var sp limit.Spec
+		e := find(head, c)
+		if e != nil && sameLimit(l, c) {
+			sp = e.spec
+		} else {
+			var err error
+			if sp, err = l.Spec(); err != nil {
+				return i, err
+			}
+			missing = missing || e == nil
+		}
+		if cost < 1 || capped && cost > sp.C {
+			return i, nil
+		}
+		g.entries[i], g.limits[i], g.specs[i], g.fresh[i] = e, c, sp, e == nil
+	}
+	if missing {
+		if len(limits) > sh.cap {
+			return len(limits), ErrTooManyLimits
+		}
+		for i, e := range g.entries {
+			if e == nil {
+				g.entries[i] = sh.insert(g, key, g.limits[i], g.specs[i], nowUS)
+			}
+		}
+	}
+	for i, e := range g.entries {
+		g.states[i] = &e.state
+	}
+	return -1, nil
+}
+
+// settle records the use of g's entries at nowUS. Entries the request
+// inserted but did not charge (it was denied) are removed again, so that a
+// denial leaves no trace.
+func (sh *shard) settle(g *group, charged bool, nowUS int64) {
+	for i, e := range g.entries {
+		if !charged && g.fresh[i] {
+			sh.drop(sh.m[e.key], e)
+			continue
+		}
+		e.used = nowUS
+	}
+}
+
+// insert adds a fresh entry for (key, lim), lim canonical, at the end of
+// key's chain, first making room when the shard is full (and tidying a little
+// when it is not). Entries in g (which may be nil) are never dropped. Called
+// with sh.mu held.
+func (sh *shard) insert(g *group, key string, lim limit.Limit, sp limit.Spec, nowUS int64) *entry {
+	if sh.n >= sh.cap {
+		sh.evict(g, nowUS)
+	} else {
+		sh.tidy(g, nowUS)
+	}
+	e := &entry{limit: lim, spec: sp, used: nowUS}
+	if head := sh.m[key]; head != nil {
+		e.key = head.key
+		p := head
+		for p.next != nil {
+			p = p.next
+		}
+		p.next = e
+	} else {
+		e.key = strings.Clone(key) // a copy the caller cannot change or pin
+		sh.m[e.key] = e
+		sh.peak = max(sh.peak, len(sh.m))
+	}
+	sh.n++
+	return e
+}
+
+// tidy drops the retired entries among a few of the shard's, taken from a
+// random place (map iteration order). Called with sh.mu held.
+func (sh *shard) tidy(g *group, nowUS int64) {
+	n := 0
+	for _, head := range sh.m {
+		for e := head; e != nil; {
+			next := e.next
+			if e.retired(nowUS) && !g.holds(e) {
+				sh.drop(head, e)
+				if e == head {
+					head = next
+				}
+			}
+			if n++; n == tidySample {
+				return
+			}
+			e = next
+		}
+	}
+}
+
+// evict frees at least one place in the shard: it drops the expired entries
+// among a sample of evictSample entries not in g or, when none is expired,
+// the least recently used of them. Called with sh.mu held.
+func (sh *shard) evict(g *group, nowUS int64) {
+	var (
+		victim *entry
+		oldest int64 = math.MaxInt64
+		freed  bool
+		n      int
+	)
+sample:
+	for _, head := range sh.m {
+		for e := head; e != nil; {
+			next := e.next
+			switch {
+			case g.holds(e):
+				e = next
+				continue
+			case e.expired(nowUS):
+				sh.drop(head, e)
+				if e == head {
+					head = next
+				}
+				freed = true
+			case e.used < oldest:
+				victim, oldest = e, e.used
+			}
+			if n++; n == evictSample {
+				break sample
+			}
+			e = next
+		}
+	}
+	if !freed && victim != nil {
+		sh.drop(sh.m[victim.key], victim)
+	}
+}
+
+// sweep drops every expired entry and, when the shard holds far fewer keys
+// than it once did, moves them to a new map so that the memory of the old
+// one is released. Called with sh.mu held.
+func (sh *shard) sweep(nowUS int64) {
+	for _, head := range sh.m {
+		for e := head; e != nil; {
+			next := e.next
+			if e.expired(nowUS) {
+				sh.drop(head, e)
+				if e == head {
+					head = next
+				}
+			}
+			e = next
+		}
+	}
+	if sh.peak >= rebuildMin && len(sh.m) < sh.peak/4 {
+		m := make(map[string]*entry, len(sh.m))
+		for k, head := range sh.m {
+			m[k] = head
+		}
+		sh.m, sh.peak = m, len(m)
+	}
+}
