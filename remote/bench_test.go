@@ -92,8 +92,8 @@ func BenchmarkDecide(b *testing.B) {
 	})
 }
 
-// BenchmarkDecideMany: many keys per script call. One op is one decision;
-// with batch=64 a call decides 64 keys in one round trip.
+// BenchmarkDecideMany: many keys per script call, 8 callers. One op is one
+// decision; with batch=64 a call decides 64 keys in one round trip.
 func BenchmarkDecideMany(b *testing.B) {
 	keys := benchKeyNames()
 	ctx := context.Background()
@@ -103,7 +103,8 @@ func BenchmarkDecideMany(b *testing.B) {
 			s, _ := benchStore(b)
 			var next atomic.Uint64
 			var calls atomic.Int64
-			b.SetParallelism(64 / runtimeProcs())
+			// 8 callers: with 64 keys a call, 512 decisions in flight.
+			b.SetParallelism(max(1, 8/runtimeProcs()))
 			b.ReportAllocs()
 			start := time.Now()
 			b.RunParallel(func(pb *testing.PB) {

@@ -8,32 +8,48 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/limit"
 )
 
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
-// library is the code every entry point shares, in load order.
-var library = []string{
-	"prelude.lua",
-	"token_bucket.lua",
-	"leaky_bucket.lua",
-	"fixed_window.lua",
-	"sliding_window_log.lua",
-	"sliding_window_counter.lua",
-	"common.lua",
+// Each script is the prelude, the algorithms its requests use, the shared
+// helpers and one entry point. Redis runs a script's whole chunk on every
+// call, so a script that carries only the algorithms it needs defines fewer
+// functions per call: a mask of algorithms selects the variant.
+const (
+	prelude = "prelude.lua"
+	common  = "common.lua"
+)
+
+// algorithmFiles lists, per algorithm, the files it needs in load order.
+var algorithmFiles = [...][]string{
+	limit.TokenBucket:          {"token_bucket.lua"},
+	limit.LeakyBucket:          {"token_bucket.lua", "leaky_bucket.lua"},
+	limit.FixedWindow:          {"fixed_window.lua"},
+	limit.SlidingWindowLog:     {"sliding_window_log.lua"},
+	limit.SlidingWindowCounter: {"sliding_window_counter.lua"},
 }
+
+// numMasks is the number of sets of algorithms.
+const numMasks = 1 << len(algorithmFiles)
 
 // script is one entry point with the library before it.
 type script struct {
-	name string
-	src  string
-	sha  string
+	src string
+	sha string
 }
 
-func newScript(entry string, edit func(string) string) *script {
+func newScript(mask int, entry string, edit func(string) string) *script {
 	var b strings.Builder
-	for _, name := range append(library, entry) {
+	seen := map[string]bool{}
+	write := func(name string) {
+		if seen[name] {
+			return
+		}
+		seen[name] = true
 		src, err := scriptFS.ReadFile("scripts/" + name)
 		if err != nil {
 			panic("remote: missing embedded script " + name) // a build defect, not user input
@@ -41,30 +57,49 @@ func newScript(entry string, edit func(string) string) *script {
 		b.Write(src)
 		b.WriteByte('\n')
 	}
+	write(prelude)
+	for a, files := range algorithmFiles {
+		if mask&(1<<a) != 0 {
+			for _, f := range files {
+				write(f)
+			}
+		}
+	}
+	write(common)
+	write(entry)
 	src := b.String()
 	if edit != nil {
 		src = edit(src)
 	}
 	sum := sha1.Sum([]byte(src))
-	return &script{name: entry, src: src, sha: hex.EncodeToString(sum[:])}
+	return &script{src: src, sha: hex.EncodeToString(sum[:])}
 }
 
-// scriptSet is the three entry points.
+// scriptSet is the three entry points, for every set of algorithms.
 type scriptSet struct {
-	decide, lease, giveBack *script
+	decide, lease, giveBack [numMasks]*script
 }
 
 func newScriptSet(edit func(string) string) *scriptSet {
-	return &scriptSet{
-		decide:   newScript("decide.lua", edit),
-		lease:    newScript("lease.lua", edit),
-		giveBack: newScript("giveback.lua", edit),
+	s := &scriptSet{}
+	for m := 1; m < numMasks; m++ {
+		s.decide[m] = newScript(m, "decide.lua", edit)
+		s.lease[m] = newScript(m, "lease.lua", edit)
+		s.giveBack[m] = newScript(m, "giveback.lua", edit)
 	}
+	return s
 }
 
-func (s *scriptSet) all() []*script { return []*script{s.decide, s.lease, s.giveBack} }
-
 var defaultScripts = newScriptSet(nil)
+
+// mask returns the set of algorithms of limits.
+func mask(limits []limit.Limit) int {
+	m := 0
+	for _, l := range limits {
+		m |= 1 << l.Algorithm
+	}
+	return m
+}
 
 // isNoScript reports a NOSCRIPT error: the script did not run.
 func isNoScript(err error) bool {
@@ -84,11 +119,14 @@ func (sc *script) run(ctx context.Context, c redis.Scripter, keys []string, args
 	return c.EvalSha(ctx, sc.sha, keys, args...)
 }
 
-// load loads the scripts into the node's cache.
+// load loads the scripts of single algorithms into the node's cache; the
+// others are loaded the first time a call meets NOSCRIPT.
 func (s *scriptSet) load(ctx context.Context, c redis.Scripter) error {
-	for _, sc := range s.all() {
-		if err := c.ScriptLoad(ctx, sc.src).Err(); err != nil {
-			return err
+	for a := range algorithmFiles {
+		for _, sc := range []*script{s.decide[1<<a], s.lease[1<<a], s.giveBack[1<<a]} {
+			if err := c.ScriptLoad(ctx, sc.src).Err(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

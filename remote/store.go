@@ -122,7 +122,7 @@ func (s *Store) Decide(ctx context.Context, key string, cost int64, limits ...li
 		return limit.Decision{}, 0, err
 	}
 	keys, args := s.appendRequest(make([]string, 0, len(limits)), []any{1, cost}, key, limits)
-	vals, err := s.scripts.decide.run(ctx, s.rdb, keys, args).Int64Slice()
+	vals, err := s.scripts.decide[mask(limits)].run(ctx, s.rdb, keys, args).Int64Slice()
 	if err != nil {
 		return limit.Decision{}, 0, err
 	}
@@ -145,12 +145,14 @@ func (s *Store) DecideMany(ctx context.Context, reqs []Request, out []Result) er
 	keys := make([]string, 0, len(reqs))
 	args := make([]any, 1, 1+len(reqs)*7)
 	sent := make([]int, 0, len(reqs))
+	m := 0
 	for i, r := range reqs {
 		out[i] = Result{}
 		if err := check(r.Key, r.Cost, r.Limits); err != nil {
 			out[i].Err = err
 			continue
 		}
+		m |= mask(r.Limits)
 		args = append(args, r.Cost)
 		keys, args = s.appendRequest(keys, args, r.Key, r.Limits)
 		sent = append(sent, i)
@@ -159,7 +161,7 @@ func (s *Store) DecideMany(ctx context.Context, reqs []Request, out []Result) er
 		return nil
 	}
 	args[0] = len(sent)
-	vals, err := s.scripts.decide.run(ctx, s.rdb, keys, args).Int64Slice()
+	vals, err := s.scripts.decide[m].run(ctx, s.rdb, keys, args).Int64Slice()
 	if err == nil && len(vals) != 6*len(sent) {
 		err = fmt.Errorf("%w: %d values for %d requests", ErrReply, len(vals), len(sent))
 	}
@@ -183,6 +185,7 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 	}
 	type call struct {
 		i    int
+		sc   *script
 		keys []string
 		args []any
 		cmd  *redis.Cmd
@@ -195,14 +198,16 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 			continue
 		}
 		keys, args := s.appendRequest(make([]string, 0, len(r.Limits)), []any{1, r.Cost}, r.Key, r.Limits)
-		calls = append(calls, call{i: i, keys: keys, args: args})
+		calls = append(calls, call{i: i, sc: s.scripts.decide[mask(r.Limits)], keys: keys, args: args})
 	}
-	sc := s.scripts.decide
+	if len(calls) == 0 {
+		return nil
+	}
 	send := func(cs []*call) {
 		// Errors are read per command below.
 		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, c := range cs {
-				c.cmd = p.EvalSha(ctx, sc.sha, c.keys, c.args...)
+				c.cmd = p.EvalSha(ctx, c.sc.sha, c.keys, c.args...)
 			}
 			return nil
 		})
@@ -213,12 +218,19 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 	}
 	send(all)
 	var again []*call
+	loaded := map[*script]error{}
 	for _, c := range all {
-		if isNoScript(c.cmd.Err()) {
+		if !isNoScript(c.cmd.Err()) {
+			continue
+		}
+		if _, ok := loaded[c.sc]; !ok {
+			loaded[c.sc] = s.rdb.ScriptLoad(ctx, c.sc.src).Err()
+		}
+		if loaded[c.sc] == nil {
 			again = append(again, c)
 		}
 	}
-	if len(again) > 0 && s.rdb.ScriptLoad(ctx, sc.src).Err() == nil {
+	if len(again) > 0 {
 		send(again)
 	}
 	var firstErr error
@@ -275,7 +287,7 @@ func (s *Store) Lease(ctx context.Context, key string, want int64, limits ...lim
 		return Lease{}, err
 	}
 	keys, args := s.appendRequest(make([]string, 0, len(limits)), []any{want}, key, limits)
-	v, err := s.scripts.lease.run(ctx, s.rdb, keys, args).Int64Slice()
+	v, err := s.scripts.lease[mask(limits)].run(ctx, s.rdb, keys, args).Int64Slice()
 	if err != nil {
 		return Lease{}, err
 	}
@@ -300,5 +312,5 @@ func (s *Store) GiveBack(ctx context.Context, key string, at, units int64, limit
 		return err
 	}
 	keys, args := s.appendRequest(make([]string, 0, len(limits)), []any{units, at}, key, limits)
-	return s.scripts.giveBack.run(ctx, s.rdb, keys, args).Err()
+	return s.scripts.giveBack[mask(limits)].run(ctx, s.rdb, keys, args).Err()
 }
