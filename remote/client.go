@@ -23,7 +23,8 @@ const (
 //     (a paused Redis still accepts connections);
 //   - MaxRetries -1: a script that timed out may have run, and a retry would
 //     charge it twice;
-//   - dial, read, write and pool timeouts of at most the Default* values;
+//   - dial, read, write and pool timeouts of at most the Default* values,
+//     and one dial attempt per call (go-redis retries five times by default);
 //   - maintenance notifications off (plain Redis 7 does not speak them);
 //   - the scripts loaded on every new connection, after o.OnConnect.
 //
@@ -36,6 +37,7 @@ func BoundOptions(o *redis.Options) *redis.Options {
 	c.ReadTimeout = bound(c.ReadTimeout, DefaultReadTimeout)
 	c.WriteTimeout = bound(c.WriteTimeout, DefaultWriteTimeout)
 	c.PoolTimeout = bound(c.PoolTimeout, DefaultPoolTimeout)
+	c.DialerRetries = 1 // a refused connection is an answer: fail fast, let the breaker count it
 	c.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	c.DisableIdentity = true
 	user := o.OnConnect

@@ -119,14 +119,28 @@ func (sc *script) run(ctx context.Context, c redis.Scripter, keys []string, args
 	return c.EvalSha(ctx, sc.sha, keys, args...)
 }
 
-// load loads the scripts of single algorithms into the node's cache; the
-// others are loaded the first time a call meets NOSCRIPT.
+// load makes sure the node's cache holds the scripts of single algorithms:
+// one SCRIPT EXISTS, and SCRIPT LOAD only for those missing (a fresh node).
+// The others are loaded the first time a call meets NOSCRIPT.
 func (s *scriptSet) load(ctx context.Context, c redis.Scripter) error {
+	var want []*script
 	for a := range algorithmFiles {
-		for _, sc := range []*script{s.decide[1<<a], s.lease[1<<a], s.giveBack[1<<a]} {
-			if err := c.ScriptLoad(ctx, sc.src).Err(); err != nil {
-				return err
-			}
+		want = append(want, s.decide[1<<a], s.lease[1<<a], s.giveBack[1<<a])
+	}
+	shas := make([]string, len(want))
+	for i, sc := range want {
+		shas[i] = sc.sha
+	}
+	have, err := c.ScriptExists(ctx, shas...).Result()
+	if err != nil {
+		return err
+	}
+	for i, sc := range want {
+		if i < len(have) && have[i] {
+			continue
+		}
+		if err := c.ScriptLoad(ctx, sc.src).Err(); err != nil {
+			return err
 		}
 	}
 	return nil

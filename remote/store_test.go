@@ -313,7 +313,7 @@ func TestBoundOptions(t *testing.T) {
 		OnConnect:   func(context.Context, *redis.Conn) error { called = true; return nil },
 	}
 	o := BoundOptions(user)
-	if !o.ContextTimeoutEnabled || o.MaxRetries != -1 || o.ReadTimeout != DefaultReadTimeout ||
+	if !o.ContextTimeoutEnabled || o.MaxRetries != -1 || o.DialerRetries != 1 || o.ReadTimeout != DefaultReadTimeout ||
 		o.WriteTimeout != DefaultWriteTimeout || o.PoolTimeout != DefaultPoolTimeout || o.DialTimeout != 10*time.Millisecond {
 		t.Errorf("BoundOptions = %+v", o)
 	}

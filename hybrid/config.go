@@ -1,0 +1,145 @@
+package hybrid
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultTimeout bounds each remote call when Config.Timeout is 0.
+const DefaultTimeout = 50 * time.Millisecond
+
+// MaxKeyLen is the longest key accepted, in bytes.
+const MaxKeyLen = 512
+
+// FailureMode says how a request is answered when its node cannot decide.
+type FailureMode uint8
+
+const (
+	// Fallback (the default) decides in process, enforcing each limit ×
+	// FallbackShare per instance.
+	Fallback FailureMode = iota
+	// FailOpen allows every request.
+	FailOpen
+	// FailClosed denies every request, with RetryAfter the breaker's
+	// OpenTimeout.
+	FailClosed
+)
+
+func (m FailureMode) String() string {
+	switch m {
+	case Fallback:
+		return "Fallback"
+	case FailOpen:
+		return "FailOpen"
+	case FailClosed:
+		return "FailClosed"
+	}
+	return fmt.Sprintf("FailureMode(%d)", uint8(m))
+}
+
+// Node is one Redis node of the ring. Any go-redis client works: AUTH, TLS,
+// Sentinel (redis.NewFailoverClient), or a Redis Cluster client (then the
+// node is the whole cluster, and keys of one user share one slot by their
+// hash tag).
+type Node struct {
+	// Name places the node on the ring. Every instance must use the same
+	// names for the same nodes: routing depends on the names only.
+	Name string
+	// Client talks to the node. The Limiter does not close it. For bounded
+	// calls build it with remote.BoundOptions (no retries, short timeouts).
+	Client redis.UniversalClient
+}
+
+// BreakerConfig configures each node's circuit breaker.
+type BreakerConfig struct {
+	// ConsecutiveFailures opens the breaker: that many remote calls failing
+	// in a row (our Timeout expiring counts; the caller's own cancellation
+	// does not). Default 5.
+	ConsecutiveFailures uint32
+	// OpenTimeout is how long an open breaker answers every request
+	// locally before letting a probe through. Default 1s.
+	OpenTimeout time.Duration
+	// HalfOpenProbes is how many probes must succeed to close it again.
+	// Default 1.
+	HalfOpenProbes uint32
+}
+
+// Config configures a Limiter. The zero value of each field means its
+// documented default; Nodes or Addrs must name at least one node.
+type Config struct {
+	// Nodes are the Redis nodes of the ring, with clients you built.
+	Nodes []Node
+	// Addrs is shorthand for one node per address ("host:port"), named by
+	// its address, with a client the Limiter builds (remote.NewClient:
+	// bounded timeouts, no retries, scripts loaded on connect) and closes.
+	Addrs []string
+	// Prefix starts every Redis key. Default "rl:".
+	Prefix string
+	// Timeout bounds every remote call, whatever the caller's context
+	// allows. Default 50ms: a hung node never holds a request longer.
+	Timeout time.Duration
+	// OnFailure says how requests are answered while their node cannot
+	// decide. Default Fallback.
+	OnFailure FailureMode
+	// FallbackShare scales each limit enforced in process under Fallback:
+	// with N instances, 1/N keeps the total near the limit, 1 (the default)
+	// lets each instance admit the whole limit. In (0, 1].
+	FallbackShare float64
+	// Breaker configures each node's circuit breaker.
+	Breaker BreakerConfig
+	// MaxLocalKeys bounds the keys the in-process fallback holds. Default
+	// 1,000,000.
+	MaxLocalKeys int
+	// Logger receives node failures and breaker state changes. Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if len(c.Nodes) == 0 && len(c.Addrs) == 0 {
+		return c, fmt.Errorf("%w: Config needs Nodes or Addrs", ErrInvalidNode)
+	}
+	if c.Timeout < 0 {
+		return c, fmt.Errorf("hybrid: negative Timeout %v", c.Timeout)
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.OnFailure > FailClosed {
+		return c, fmt.Errorf("hybrid: unknown OnFailure %v", c.OnFailure)
+	}
+	if c.FallbackShare == 0 {
+		c.FallbackShare = 1
+	}
+	if math.IsNaN(c.FallbackShare) || c.FallbackShare <= 0 || c.FallbackShare > 1 {
+		return c, fmt.Errorf("hybrid: FallbackShare %v outside (0, 1]", c.FallbackShare)
+	}
+	if c.Breaker.OpenTimeout < 0 {
+		return c, fmt.Errorf("hybrid: negative Breaker.OpenTimeout %v", c.Breaker.OpenTimeout)
+	}
+	if c.Breaker.ConsecutiveFailures == 0 {
+		c.Breaker.ConsecutiveFailures = 5
+	}
+	if c.Breaker.OpenTimeout == 0 {
+		c.Breaker.OpenTimeout = time.Second
+	}
+	if c.Breaker.HalfOpenProbes == 0 {
+		c.Breaker.HalfOpenProbes = 1
+	}
+	if c.MaxLocalKeys < 0 {
+		return c, fmt.Errorf("hybrid: negative MaxLocalKeys %d", c.MaxLocalKeys)
+	}
+	if c.MaxLocalKeys == 0 {
+		c.MaxLocalKeys = 1_000_000
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	c.Nodes = append([]Node(nil), c.Nodes...)
+	c.Addrs = append([]string(nil), c.Addrs...)
+	return c, nil
+}

@@ -1,0 +1,28 @@
+// Package hybrid is the limiter services import: one shared rate limit per
+// client across all the instances of a service, decided on Redis.
+//
+//	lim, err := hybrid.New(hybrid.Config{Addrs: []string{"10.0.0.1:6379", "10.0.0.2:6379"}})
+//	defer lim.Close()
+//	res, err := lim.Allow(ctx, "user:42", hybrid.PerMinute(100))
+//	res, err = lim.AllowN(ctx, "user:42", 5, hybrid.PerMinute(100), hybrid.PerHour(1000))
+//	err = lim.Wait(ctx, "user:42", hybrid.PerSecond(10))
+//
+// Keys are routed by a consistent-hash ring over independent Redis nodes
+// (package shard), so adding a node moves only about 1/N of the keys. Each
+// decision is one atomic Lua script on the node that owns the key, timed by
+// that node's clock (package remote), with all of a request's limits
+// checked and charged together: a denial by any charges none.
+//
+// Every remote call is bounded by Config.Timeout. Each node has a circuit
+// breaker (package breaker): after Breaker.ConsecutiveFailures failures in a
+// row it opens, and the node's keys are answered in process, with no remote
+// attempt, until a probe after Breaker.OpenTimeout succeeds. How they are
+// answered is Config.OnFailure: Fallback (in-process buckets of package
+// local, each limit scaled by FallbackShare), FailOpen or FailClosed. Redis
+// errors never reach the caller; Result.Source says what decided, and Stats
+// counts it.
+//
+// Bad input — an empty key or one over 512 bytes, an invalid limit, a cost
+// below 1 or above a limit's capacity — returns an error and consumes
+// nothing.
+package hybrid

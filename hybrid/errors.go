@@ -1,0 +1,27 @@
+package hybrid
+
+import (
+	"errors"
+
+	"github.com/hybridlimit/hybridlimit/limit"
+)
+
+var (
+	// ErrInvalidKey reports an empty key or one longer than MaxKeyLen bytes.
+	ErrInvalidKey = errors.New("hybrid: invalid key")
+	// ErrInvalidLimit reports a limit that cannot be enforced (see
+	// limit.Limit.Validate), no limit at all, or one given twice.
+	ErrInvalidLimit = limit.ErrInvalidLimit
+	// ErrCostExceedsLimit reports a cost larger than a limit's capacity: such
+	// a request could never pass, so it is an error, not a denial.
+	ErrCostExceedsLimit = limit.ErrCostExceedsLimit
+	// ErrInvalidCost reports a cost below 1.
+	ErrInvalidCost = limit.ErrInvalidCost
+	// ErrClosed is returned by every call after Close.
+	ErrClosed = errors.New("hybrid: limiter closed")
+	// ErrInvalidNode reports a node that cannot be added: an empty or
+	// duplicate name, or a nil client.
+	ErrInvalidNode = errors.New("hybrid: invalid node")
+	// ErrUnknownNode reports a RemoveNode of a name not in the ring.
+	ErrUnknownNode = errors.New("hybrid: unknown node")
+)

@@ -1,0 +1,406 @@
+package hybrid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/breaker"
+	"github.com/hybridlimit/hybridlimit/limit"
+	"github.com/hybridlimit/hybridlimit/local"
+	"github.com/hybridlimit/hybridlimit/remote"
+	"github.com/hybridlimit/hybridlimit/shard"
+)
+
+// Limiter enforces limits shared by every instance that uses the same Redis
+// nodes. It is safe for concurrent use. Close it when done.
+type Limiter struct {
+	cfg      Config
+	ring     *shard.Ring
+	nodes    atomic.Pointer[map[string]*node]
+	mu       sync.Mutex // serializes AddNode, RemoveNode and Close
+	fallback *local.Limiter
+	closed   atomic.Bool
+	bySource [numSources]atomic.Int64
+
+	// Removed nodes whose clients the Limiter built, closed after a grace
+	// period or at Close (guarded by mu).
+	retired      []*node
+	retireTimers []*time.Timer
+}
+
+// node is one Redis node with its breaker and counters.
+type node struct {
+	name   string
+	client redis.UniversalClient
+	owned  bool // built from Config.Addrs: closed by the Limiter
+	store  *remote.Store
+	br     *breaker.Breaker
+	calls  atomic.Int64
+	errs   atomic.Int64
+
+	retiredClosed atomic.Bool
+}
+
+// New returns a Limiter over cfg's nodes. It connects to them and loads the
+// scripts, waiting at most a second; a node that is down is answered by the
+// failure mode until it comes up.
+func New(cfg Config) (*Limiter, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	fb, err := local.New(local.Config{MaxKeys: cfg.MaxLocalKeys})
+	if err != nil {
+		return nil, fmt.Errorf("hybrid: fallback: %w", err)
+	}
+	l := &Limiter{cfg: cfg, fallback: fb}
+	nodes := map[string]*node{}
+	var names []string
+	add := func(n Node, owned bool) error {
+		if n.Name == "" || n.Client == nil {
+			return fmt.Errorf("%w: name %q, client %v", ErrInvalidNode, n.Name, n.Client)
+		}
+		if _, dup := nodes[n.Name]; dup {
+			return fmt.Errorf("%w: %q given twice", ErrInvalidNode, n.Name)
+		}
+		nd, err := l.newNode(n, owned)
+		if err != nil {
+			return err
+		}
+		nodes[n.Name] = nd
+		names = append(names, n.Name)
+		return nil
+	}
+	for _, n := range cfg.Nodes {
+		if err := add(n, false); err != nil {
+			closeOwned(nodes)
+			return nil, err
+		}
+	}
+	for _, a := range cfg.Addrs {
+		c := remote.NewClient(&redis.Options{Addr: a})
+		if err := add(Node{Name: a, Client: c}, true); err != nil {
+			c.Close()
+			closeOwned(nodes)
+			return nil, err
+		}
+	}
+	ring, err := shard.New(shard.Config{}, names...)
+	if err != nil {
+		closeOwned(nodes)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidNode, err)
+	}
+	l.ring = ring
+	l.nodes.Store(&nodes)
+	l.warm(nodes)
+	return l, nil
+}
+
+// warmTimeout bounds the warm-up of New and AddNode.
+const warmTimeout = time.Second
+
+// warm connects to each node and loads the scripts, in parallel, so that
+// the first requests do not pay for it inside their Timeout. A node that
+// does not answer within warmTimeout is left to the breaker.
+func (l *Limiter) warm(nodes map[string]*node) {
+	ctx, cancel := context.WithTimeout(context.Background(), warmTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, nd := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := nd.store.Load(ctx); err != nil {
+				l.cfg.Logger.Warn("hybrid: node not ready", "node", nd.name, "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (l *Limiter) newNode(n Node, owned bool) (*node, error) {
+	st, err := remote.New(n.Client, remote.Config{Prefix: l.cfg.Prefix})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidNode, n.Name, err)
+	}
+	br, err := breaker.New(n.Name, breaker.Config{
+		ConsecutiveFailures: l.cfg.Breaker.ConsecutiveFailures,
+		OpenTimeout:         l.cfg.Breaker.OpenTimeout,
+		HalfOpenProbes:      l.cfg.Breaker.HalfOpenProbes,
+		Logger:              l.cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidNode, n.Name, err)
+	}
+	return &node{name: n.Name, client: n.Client, owned: owned, store: st, br: br}, nil
+}
+
+func closeOwned(nodes map[string]*node) error {
+	var errs []error
+	for _, nd := range nodes {
+		if nd.owned {
+			errs = append(errs, nd.client.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Allow decides one unit for key against all the limits at once.
+func (l *Limiter) Allow(ctx context.Context, key string, limits ...Limit) (Result, error) {
+	return l.AllowN(ctx, key, 1, limits...)
+}
+
+// AllowN decides n units for key against all the limits at once, all or
+// nothing, on the Redis node that owns the key, in one round trip bounded by
+// Config.Timeout. When the node cannot decide (its breaker is open, or the
+// call fails), the failure mode answers; Result.Source says which. The error
+// is non-nil only for bad input (nothing is consumed) or after Close.
+func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Limit) (Result, error) {
+	if l.closed.Load() {
+		return Result{}, ErrClosed
+	}
+	if err := validate(key, n, limits); err != nil {
+		return Result{}, err
+	}
+	nd := l.locate(key)
+	if nd == nil {
+		return l.fail(key, n, limits), nil
+	}
+	done, ok := nd.br.Allow()
+	if !ok {
+		return l.fail(key, n, limits), nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
+	d, b, err := nd.store.Decide(cctx, key, n, limits...)
+	cancel()
+	done(breaker.Classify(ctx, err, isSuccess))
+	nd.calls.Add(1)
+	if err != nil {
+		nd.errs.Add(1)
+		l.cfg.Logger.Debug("hybrid: remote call failed", "node", nd.name, "key_len", len(key), "err", err)
+		return l.fail(key, n, limits), nil
+	}
+	return l.count(result(d, limits[b], SourceRemote)), nil
+}
+
+// isSuccess: redis.Nil is an answer, not a failure.
+func isSuccess(err error) bool { return errors.Is(err, redis.Nil) }
+
+func result(d limit.Decision, l Limit, src Source) Result {
+	return Result{
+		Allowed:    d.Allowed,
+		Limit:      l,
+		Remaining:  d.Remaining,
+		RetryAfter: d.RetryAfter,
+		ResetAfter: d.ResetAfter,
+		Delay:      d.Delay,
+		Source:     src,
+	}
+}
+
+func (l *Limiter) count(r Result) Result {
+	l.bySource[r.Source].Add(1)
+	return r
+}
+
+// locate returns the node that owns key, or nil.
+func (l *Limiter) locate(key string) *node {
+	name, ok := l.ring.Locate(key)
+	if !ok {
+		return nil
+	}
+	return (*l.nodes.Load())[name]
+}
+
+// validate rejects bad input before anything is charged.
+func validate(key string, n int64, limits []Limit) error {
+	if len(key) == 0 || len(key) > MaxKeyLen {
+		return fmt.Errorf("%w: length %d, want 1 to %d bytes", ErrInvalidKey, len(key), MaxKeyLen)
+	}
+	if len(limits) == 0 {
+		return fmt.Errorf("%w: no limits", ErrInvalidLimit)
+	}
+	if len(limits) > remote.MaxLimits {
+		return fmt.Errorf("%w: %d limits, at most %d", ErrInvalidLimit, len(limits), remote.MaxLimits)
+	}
+	for _, lim := range limits {
+		if err := lim.Validate(); err != nil {
+			return err
+		}
+		if err := lim.CheckCost(n); err != nil {
+			return err
+		}
+	}
+	return limit.CheckDistinct(limits)
+}
+
+// fail answers a request its node could not decide, per the failure mode.
+func (l *Limiter) fail(key string, n int64, limits []Limit) Result {
+	switch l.cfg.OnFailure {
+	case FailOpen:
+		return l.count(Result{Allowed: true, Limit: limits[0], Source: SourceFailOpen})
+	case FailClosed:
+		return l.count(Result{Limit: limits[0], RetryAfter: l.cfg.Breaker.OpenTimeout, Source: SourceFailClosed})
+	}
+	scaled := limits
+	if l.cfg.FallbackShare < 1 {
+		scaled = make([]Limit, len(limits))
+		for i, lim := range limits {
+			scaled[i] = share(lim, l.cfg.FallbackShare)
+		}
+	}
+	d, b, err := l.fallback.AllowAt(key, time.Now(), n, scaled...)
+	if err != nil {
+		// The share is smaller than the cost: deny for a period.
+		return l.count(Result{Limit: limits[0], RetryAfter: limits[0].Period, Source: SourceFallback})
+	}
+	return l.count(result(d, limits[b], SourceFallback))
+}
+
+// share scales a limit's rate and burst, never below 1.
+func share(lim Limit, f float64) Limit {
+	lim = lim.Canonical()
+	lim.Rate = max(1, int64(float64(lim.Rate)*f))
+	if lim.Burst > 0 {
+		lim.Burst = max(1, int64(float64(lim.Burst)*f))
+	}
+	return lim
+}
+
+// Wait blocks until one unit for key is admitted by all the limits, or ctx
+// ends. An admitted LeakyBucket request sleeps its Delay before returning.
+// When the wait would pass ctx's deadline, Wait returns at once with an error
+// that satisfies errors.Is(err, context.DeadlineExceeded).
+func (l *Limiter) Wait(ctx context.Context, key string, limits ...Limit) error {
+	return l.WaitN(ctx, key, 1, limits...)
+}
+
+// WaitN is Wait for n units.
+func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limit) error {
+	for {
+		r, err := l.AllowN(ctx, key, n, limits...)
+		if err != nil {
+			return err
+		}
+		wait := r.RetryAfter
+		if r.Allowed {
+			wait = r.Delay
+		} else {
+			wait = max(wait, time.Millisecond)
+		}
+		if wait > 0 {
+			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait && !r.Allowed {
+				return fmt.Errorf("hybrid: Wait(%d) needs %v, past the context deadline: %w", n, wait, context.DeadlineExceeded)
+			}
+			if err := sleep(ctx, wait); err != nil {
+				return err
+			}
+		}
+		if r.Allowed {
+			return nil
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// AddNode adds a node to the ring: about 1/(N+1) of the keys move to it
+// (their counters start afresh there). It first connects and loads the
+// scripts, waiting at most a second. The Limiter does not close its client.
+func (l *Limiter) AddNode(n Node) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	old := *l.nodes.Load()
+	if n.Name == "" || n.Client == nil {
+		return fmt.Errorf("%w: name %q, client %v", ErrInvalidNode, n.Name, n.Client)
+	}
+	if _, dup := old[n.Name]; dup {
+		return fmt.Errorf("%w: %q is already in the ring", ErrInvalidNode, n.Name)
+	}
+	nd, err := l.newNode(n, false)
+	if err != nil {
+		return err
+	}
+	l.warm(map[string]*node{n.Name: nd})
+	next := maps.Clone(old)
+	next[n.Name] = nd
+	l.nodes.Store(&next) // before the ring routes to it
+	if err := l.ring.Add(n.Name); err != nil {
+		l.nodes.Store(&old)
+		return fmt.Errorf("%w: %w", ErrInvalidNode, err)
+	}
+	return nil
+}
+
+// RemoveNode takes a node out of the ring; its keys move to the others.
+// A node built from Config.Addrs has its client closed once the calls
+// already sent to it are over (2 × Timeout), or at Close.
+func (l *Limiter) RemoveNode(name string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	old := *l.nodes.Load()
+	nd, ok := old[name]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownNode, name)
+	}
+	if err := l.ring.Remove(name); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnknownNode, err)
+	}
+	next := maps.Clone(old)
+	delete(next, name)
+	l.nodes.Store(&next)
+	if nd.owned {
+		// Calls already routed to the node finish within Timeout; close its
+		// client after that (or at Close, whichever comes first).
+		l.retired = append(l.retired, nd)
+		l.retireTimers = append(l.retireTimers, time.AfterFunc(2*l.cfg.Timeout, func() { l.closeRetired(nd) }))
+	}
+	return nil
+}
+
+// closeRetired closes the client of a removed node once.
+func (l *Limiter) closeRetired(nd *node) error {
+	if nd.retiredClosed.Swap(true) {
+		return nil
+	}
+	return nd.client.Close()
+}
+
+// Close releases the clients the Limiter built. It is idempotent; after it
+// every call returns ErrClosed.
+func (l *Limiter) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	for i, nd := range l.retired {
+		l.retireTimers[i].Stop()
+		errs = append(errs, l.closeRetired(nd))
+	}
+	errs = append(errs, closeOwned(*l.nodes.Load()))
+	return errors.Join(errs...)
+}

@@ -1,0 +1,47 @@
+package hybrid
+
+// Stats is a snapshot of a Limiter's counters.
+type Stats struct {
+	// Decisions counts the requests answered, by Source (errors for bad
+	// input are not counted).
+	Decisions map[Source]int64
+	// Nodes has one entry per node in the ring, in name order.
+	Nodes []NodeStats
+}
+
+// NodeStats is one node's counters.
+type NodeStats struct {
+	Name string
+	// Calls is the number of remote calls made to the node; Errors how
+	// many of them failed (timeouts included).
+	Calls, Errors int64
+	// Breaker is the state of the node's breaker: "closed", "open" or
+	// "half-open".
+	Breaker string
+	// Opened counts the times the breaker opened.
+	Opened int64
+}
+
+// Stats returns a snapshot of the counters.
+func (l *Limiter) Stats() Stats {
+	s := Stats{Decisions: make(map[Source]int64, numSources)}
+	for i := range l.bySource {
+		s.Decisions[Source(i)] = l.bySource[i].Load()
+	}
+	nodes := *l.nodes.Load()
+	for _, name := range l.ring.Members() {
+		nd := nodes[name]
+		if nd == nil {
+			continue
+		}
+		bs := nd.br.Stats()
+		s.Nodes = append(s.Nodes, NodeStats{
+			Name:    name,
+			Calls:   nd.calls.Load(),
+			Errors:  nd.errs.Load(),
+			Breaker: nd.br.State().String(),
+			Opened:  int64(bs.ToOpen),
+		})
+	}
+	return s
+}
