@@ -44,7 +44,9 @@ type Config struct {
 	// Now returns the current time. Allow, AllowN, Lease, GiveBack and
 	// Sweep call it once per call, from the caller's goroutine and never
 	// under a lock, so it must be safe for concurrent use. Tests inject a
-	// fixed or stepped clock here. Default time.Now.
+	// fixed or stepped clock here. Default: the wall clock read by New,
+	// advanced by the monotonic clock (cheaper than time.Now, and immune to
+	// steps of the wall clock).
 	Now func() time.Time
 }
 
@@ -65,9 +67,6 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Shards == 0 {
 		c.Shards = DefaultShards
-	}
-	if c.Now == nil {
-		c.Now = time.Now
 	}
 	n := 1
 	for n < c.Shards {

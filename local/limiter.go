@@ -21,7 +21,7 @@ const maxLimits = 16
 // goroutines and holds no resources, so it needs no Close.
 type Limiter struct {
 	cfg    Config
-	now    func() time.Time
+	clock  func() int64 // microseconds since the Unix epoch
 	seed   maphash.Seed
 	mask   uint64
 	shards []shard
@@ -36,10 +36,13 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	l := &Limiter{
 		cfg:    cfg,
-		now:    cfg.Now,
+		clock:  clockOf(cfg.Now),
 		seed:   maphash.MakeSeed(),
 		mask:   uint64(cfg.Shards - 1),
 		shards: make([]shard, cfg.Shards),
+	}
+	if l.cfg.Now == nil {
+		l.cfg.Now = func() time.Time { return time.UnixMicro(l.clock()) }
 	}
 	// Spread MaxKeys exactly: the first MaxKeys%Shards shards take one more.
 	per, extra := cfg.MaxKeys/cfg.Shards, cfg.MaxKeys%cfg.Shards
@@ -60,7 +63,7 @@ func (l *Limiter) Config() Config { return l.cfg }
 
 // Allow is AllowN with a cost of 1.
 func (l *Limiter) Allow(key string, limits ...limit.Limit) (limit.Decision, error) {
-	return l.decide(key, l.now().UnixMicro(), 1, limits)
+	return l.decide(key, l.clock(), 1, limits)
 }
 
 // AllowN decides a request of cost units for key against limits, now, and
@@ -79,7 +82,7 @@ func (l *Limiter) Allow(key string, limits ...limit.Limit) (limit.Decision, erro
 // limit.ErrCostExceedsLimit for a cost above a limit's capacity;
 // ErrTooManyLimits for more limits than MaxKeys allows one key.
 func (l *Limiter) AllowN(key string, cost int64, limits ...limit.Limit) (limit.Decision, error) {
-	return l.decide(key, l.now().UnixMicro(), cost, limits)
+	return l.decide(key, l.clock(), cost, limits)
 }
 
 // AllowAt is AllowN at the instant now instead of Config.Now's, and also
@@ -158,7 +161,7 @@ func (l *Limiter) allowOne(sh *shard, key string, nowUS, cost int64, lim *limit.
 // AllowN, want playing the part of the cost, except that it may exceed a
 // capacity.
 func (l *Limiter) Lease(key string, want int64, limits ...limit.Limit) (granted int64, d limit.Decision, err error) {
-	return l.LeaseAt(key, l.now(), want, limits...)
+	return l.LeaseAt(key, time.UnixMicro(l.clock()), want, limits...)
 }
 
 // LeaseAt is Lease at the instant now instead of Config.Now's. Pass the same
@@ -192,7 +195,7 @@ func (l *Limiter) GiveBack(key string, leaseAt time.Time, units int64, limits ..
 	if key == "" || units < 1 || limit.CheckDistinct(limits) != nil {
 		return
 	}
-	nowUS, leaseUS := l.now().UnixMicro(), leaseAt.UnixMicro()
+	nowUS, leaseUS := l.clock(), leaseAt.UnixMicro()
 	sh := l.shard(key)
 	sh.mu.Lock()
 	for _, lim := range limits {
@@ -224,7 +227,7 @@ func (l *Limiter) Len() int {
 // few at a time as keys are inserted, so calling Sweep is optional: it
 // shortens the time memory stays in use after a burst of keys.
 func (l *Limiter) Sweep() {
-	nowUS := l.now().UnixMicro()
+	nowUS := l.clock()
 	for i := range l.shards {
 		sh := &l.shards[i]
 		sh.mu.Lock()
@@ -273,4 +276,16 @@ func (l *Limiter) badRequest(sh *shard, limits []limit.Limit, bad int, cost int6
 		return fmt.Errorf("local: limits[%d]: %w", bad, err)
 	}
 	return fmt.Errorf("local: limits[%d]: %w", bad, limits[bad].CheckCost(cost))
+}
+
+// clockOf returns now in microseconds: from now when given, otherwise the
+// wall clock read once and advanced by the monotonic clock, which costs
+// about half of time.Now and does not jump when the wall clock is stepped.
+func clockOf(now func() time.Time) func() int64 {
+	if now != nil {
+		return func() int64 { return now().UnixMicro() }
+	}
+	base := time.Now()
+	baseUS := base.UnixMicro()
+	return func() int64 { return baseUS + int64(time.Since(base)/time.Microsecond) }
 }
