@@ -83,13 +83,7 @@ func newMini(t testing.TB) (*Store, *miniredis.Miniredis, *miniClock) {
 // newReal returns a store with test-clock scripts on a fresh redis-server.
 func newReal(t testing.TB) (*Store, *redistest.Server, keyClock) {
 	t.Helper()
-	srv := redistest.Start(t)
-	rdb := NewClient(&redis.Options{Addr: srv.Addr()})
-	t.Cleanup(func() { rdb.Close() })
-	s, err := New(rdb, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, srv, rdb := newRealProduction(t)
 	s.scripts = testClockScripts(t)
 	return s, srv, keyClock{rdb: rdb}
 }

@@ -267,6 +267,11 @@ func (s *Server) Stop() error {
 func (s *Server) Kill() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.kill()
+}
+
+// kill resumes and kills the current process, if any. s.mu must be held.
+func (s *Server) kill() error {
 	if !s.running() {
 		return nil
 	}
@@ -346,13 +351,7 @@ func (s *Server) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	if !s.running() {
-		return nil
-	}
-	if err := s.resume(); err != nil {
-		return err
-	}
-	return s.proc.kill()
+	return s.kill()
 }
 
 // running reports whether the current process is alive. s.mu must be held.
