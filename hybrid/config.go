@@ -68,6 +68,15 @@ type BreakerConfig struct {
 	HalfOpenProbes uint32
 }
 
+// DenyCacheConfig configures the denial cache.
+type DenyCacheConfig struct {
+	// Disable turns the cache off: every request goes to Redis.
+	Disable bool
+	// MaxKeys bounds the keys remembered (one denial each; about 150 bytes
+	// plus the key). Default 100,000.
+	MaxKeys int
+}
+
 // Config configures a Limiter. The zero value of each field means its
 // documented default; Nodes or Addrs must name at least one node.
 type Config struct {
@@ -94,6 +103,9 @@ type Config struct {
 	// MaxLocalKeys bounds the keys the in-process fallback holds. Default
 	// 1,000,000.
 	MaxLocalKeys int
+	// DenyCache configures the local memory of denials: a key Redis denied
+	// with RetryAfter d is denied in process for d, with no Redis call.
+	DenyCache DenyCacheConfig
 	// Logger receives node failures and breaker state changes. Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -135,6 +147,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxLocalKeys == 0 {
 		c.MaxLocalKeys = 1_000_000
+	}
+	if c.DenyCache.MaxKeys < 0 {
+		return c, fmt.Errorf("hybrid: negative DenyCache.MaxKeys %d", c.DenyCache.MaxKeys)
+	}
+	if c.DenyCache.MaxKeys == 0 {
+		c.DenyCache.MaxKeys = 100_000
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

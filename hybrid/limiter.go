@@ -26,6 +26,7 @@ type Limiter struct {
 	nodes    atomic.Pointer[map[string]*node]
 	mu       sync.Mutex // serializes AddNode, RemoveNode and Close
 	fallback *local.Limiter
+	deny     *denyCache // nil when disabled
 	closed   atomic.Bool
 	bySource [numSources]atomic.Int64
 
@@ -61,6 +62,9 @@ func New(cfg Config) (*Limiter, error) {
 		return nil, fmt.Errorf("hybrid: fallback: %w", err)
 	}
 	l := &Limiter{cfg: cfg, fallback: fb}
+	if !cfg.DenyCache.Disable {
+		l.deny = newDenyCache(cfg.DenyCache.MaxKeys)
+	}
 	nodes := map[string]*node{}
 	var names []string
 	add := func(n Node, owned bool) error {
@@ -159,8 +163,11 @@ func (l *Limiter) Allow(ctx context.Context, key string, limits ...Limit) (Resul
 
 // AllowN decides n units for key against all the limits at once, all or
 // nothing, on the Redis node that owns the key, in one round trip bounded by
-// Config.Timeout. When the node cannot decide (its breaker is open, or the
-// call fails), the failure mode answers; Result.Source says which. The error
+// Config.Timeout. A request like one Redis denied moments ago (same key and
+// limits, no smaller cost) is denied in process until that denial's
+// RetryAfter passes (SourceDenyCache). When the node cannot decide (its
+// breaker is open, or the call fails), the failure mode answers;
+// Result.Source says which. The error
 // is non-nil only for bad input (nothing is consumed) or after Close.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Limit) (Result, error) {
 	if l.closed.Load() {
@@ -168,6 +175,11 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	}
 	if err := validate(key, n, limits); err != nil {
 		return Result{}, err
+	}
+	if l.deny != nil {
+		if r, ok := l.deny.get(key, n, limits); ok {
+			return l.count(r), nil
+		}
 	}
 	nd := l.locate(key)
 	if nd == nil {
@@ -187,7 +199,11 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 		l.cfg.Logger.Debug("hybrid: remote call failed", "node", nd.name, "key_len", len(key), "err", err)
 		return l.fail(key, n, limits), nil
 	}
-	return l.count(result(d, limits[b], SourceRemote)), nil
+	r := result(d, limits[b], SourceRemote)
+	if !r.Allowed && l.deny != nil {
+		l.deny.put(key, n, limits, r)
+	}
+	return l.count(r), nil
 }
 
 // isSuccess: redis.Nil is an answer, not a failure.

@@ -7,6 +7,8 @@ type Stats struct {
 	Decisions map[Source]int64
 	// Nodes has one entry per node in the ring, in name order.
 	Nodes []NodeStats
+	// DenyCacheKeys is the number of keys the denial cache holds.
+	DenyCacheKeys int
 }
 
 // NodeStats is one node's counters.
@@ -27,6 +29,9 @@ func (l *Limiter) Stats() Stats {
 	s := Stats{Decisions: make(map[Source]int64, numSources)}
 	for i := range l.bySource {
 		s.Decisions[Source(i)] = l.bySource[i].Load()
+	}
+	if l.deny != nil {
+		s.DenyCacheKeys = l.deny.len()
 	}
 	nodes := *l.nodes.Load()
 	for _, name := range l.ring.Members() {

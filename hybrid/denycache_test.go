@@ -1,0 +1,127 @@
+package hybrid
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+func nodeCalls(l *Limiter) int64 {
+	var n int64
+	for _, nd := range l.Stats().Nodes {
+		n += nd.Calls
+	}
+	return n
+}
+
+func TestDenyCacheAnswersWithoutRedis(t *testing.T) {
+	lim, _ := newMini(t, 2, Config{})
+	ctx := context.Background()
+	l := Limit{Rate: 10, Period: time.Second, Burst: 1} // one per 100ms
+	if r, err := lim.Allow(ctx, "abuser", l); err != nil || !r.Allowed {
+		t.Fatalf("first Allow = %+v, %v", r, err)
+	}
+	r, err := lim.Allow(ctx, "abuser", l)
+	if err != nil || r.Allowed || r.Source != SourceRemote || r.RetryAfter <= 0 {
+		t.Fatalf("second Allow = %+v, %v; want denied by Redis", r, err)
+	}
+	calls := nodeCalls(lim)
+	prev := r.RetryAfter
+	for i := 0; i < 50; i++ {
+		r, err := lim.Allow(ctx, "abuser", l)
+		if err != nil || r.Allowed || r.Source != SourceDenyCache {
+			t.Fatalf("Allow #%d = %+v, %v; want denied by the cache", i, r, err)
+		}
+		if r.RetryAfter <= 0 || r.RetryAfter > prev || r.Limit != l {
+			t.Fatalf("Allow #%d RetryAfter = %v after %v; want counting down, above 0", i, r.RetryAfter, prev)
+		}
+		prev = r.RetryAfter
+	}
+	if got := nodeCalls(lim); got != calls {
+		t.Errorf("cached denials made %d Redis calls, want 0", got-calls)
+	}
+	// Once RetryAfter has passed, Redis decides again, and admits.
+	time.Sleep(prev + 5*time.Millisecond)
+	r, err = lim.Allow(ctx, "abuser", l)
+	if err != nil || !r.Allowed || r.Source != SourceRemote {
+		t.Fatalf("Allow after RetryAfter = %+v, %v; want allowed by Redis", r, err)
+	}
+	if st := lim.Stats(); st.Decisions[SourceDenyCache] != 50 {
+		t.Errorf("Stats().Decisions[deny-cache] = %d, want 50", st.Decisions[SourceDenyCache])
+	}
+}
+
+func TestDenyCacheMatchesOnlyTheSameRequest(t *testing.T) {
+	lim, _ := newMini(t, 1, Config{})
+	ctx := context.Background()
+	l := PerHour(10)
+	if _, err := lim.AllowN(ctx, "k", 8, l); err != nil {
+		t.Fatal(err)
+	}
+	r, err := lim.AllowN(ctx, "k", 5, l)
+	if err != nil || r.Allowed || r.Source != SourceRemote {
+		t.Fatalf("AllowN(5) = %+v, %v; want denied by Redis", r, err)
+	}
+	// A smaller cost may fit: Redis decides.
+	r, err = lim.AllowN(ctx, "k", 2, l)
+	if err != nil || !r.Allowed || r.Source != SourceRemote {
+		t.Fatalf("AllowN(2) = %+v, %v; want allowed by Redis", r, err)
+	}
+	// The same or a larger cost with the same limits: the cache.
+	r, err = lim.AllowN(ctx, "k", 6, l)
+	if err != nil || r.Allowed || r.Source != SourceDenyCache {
+		t.Fatalf("AllowN(6) = %+v, %v; want denied by the cache", r, err)
+	}
+	// Other limits: Redis decides.
+	r, err = lim.AllowN(ctx, "k", 5, l, PerMinute(100))
+	if err != nil || r.Source != SourceRemote {
+		t.Fatalf("AllowN(5, two limits) = %+v, %v; want Redis", r, err)
+	}
+}
+
+func TestDenyCacheBounded(t *testing.T) {
+	lim, _ := newMini(t, 1, Config{DenyCache: DenyCacheConfig{MaxKeys: 128}})
+	ctx := context.Background()
+	l := PerHour(1)
+	for i := 0; i < 1000; i++ {
+		key := fmt.Sprintf("flood:%d", i)
+		lim.Allow(ctx, key, l)
+		if r, _ := lim.Allow(ctx, key, l); r.Allowed {
+			t.Fatalf("second Allow of %s admitted", key)
+		}
+	}
+	if n := lim.Stats().DenyCacheKeys; n == 0 || n > 128 {
+		t.Errorf("DenyCacheKeys = %d after 1000 denied keys, want 1..128", n)
+	}
+}
+
+func TestDenyCacheDisabled(t *testing.T) {
+	lim, _ := newMini(t, 1, Config{DenyCache: DenyCacheConfig{Disable: true}})
+	ctx := context.Background()
+	l := PerHour(1)
+	for i := 0; i < 5; i++ {
+		r, err := lim.Allow(ctx, "k", l)
+		if err != nil || r.Source != SourceRemote {
+			t.Fatalf("Allow #%d = %+v, %v; want every answer from Redis", i, r, err)
+		}
+	}
+}
+
+func TestDenyCacheHitAllocatesNothing(t *testing.T) {
+	lim, _ := newMini(t, 1, Config{})
+	ctx := context.Background()
+	limits := []Limit{PerHour(1), PerMinute(10)}
+	lim.Allow(ctx, "k", limits...)
+	if r, _ := lim.Allow(ctx, "k", limits...); r.Source != SourceRemote || r.Allowed {
+		t.Fatalf("second Allow = %+v, want denied by Redis", r)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if r, _ := lim.Allow(ctx, "k", limits...); r.Source != SourceDenyCache {
+			t.Fatalf("Allow = %+v, want the cache", r)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a cached denial allocates %v times, want 0", allocs)
+	}
+}
