@@ -68,6 +68,16 @@ type BreakerConfig struct {
 	HalfOpenProbes uint32
 }
 
+// BatchConfig configures batching: while a round trip to a node is in
+// flight, the requests for that node that arrive gather, and the next round
+// trip decides them all in one script call. An idle node is asked at once.
+type BatchConfig struct {
+	// Disable sends every request in a round trip of its own.
+	Disable bool
+	// MaxSize caps the requests of one round trip. Default 64.
+	MaxSize int
+}
+
 // DenyCacheConfig configures the denial cache.
 type DenyCacheConfig struct {
 	// Disable turns the cache off: every request goes to Redis.
@@ -103,6 +113,8 @@ type Config struct {
 	// MaxLocalKeys bounds the keys the in-process fallback holds. Default
 	// 1,000,000.
 	MaxLocalKeys int
+	// Batch configures the coalescing of concurrent requests per node.
+	Batch BatchConfig
 	// DenyCache configures the local memory of denials: a key Redis denied
 	// with RetryAfter d is denied in process for d, with no Redis call.
 	DenyCache DenyCacheConfig
@@ -147,6 +159,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxLocalKeys == 0 {
 		c.MaxLocalKeys = 1_000_000
+	}
+	if c.Batch.MaxSize < 0 {
+		return c, fmt.Errorf("hybrid: negative Batch.MaxSize %d", c.Batch.MaxSize)
+	}
+	if c.Batch.MaxSize == 0 {
+		c.Batch.MaxSize = 64
 	}
 	if c.DenyCache.MaxKeys < 0 {
 		return c, fmt.Errorf("hybrid: negative DenyCache.MaxKeys %d", c.DenyCache.MaxKeys)

@@ -38,13 +38,15 @@ type Limiter struct {
 
 // node is one Redis node with its breaker and counters.
 type node struct {
-	name   string
-	client redis.UniversalClient
-	owned  bool // built from Config.Addrs: closed by the Limiter
-	store  *remote.Store
-	br     *breaker.Breaker
-	calls  atomic.Int64
-	errs   atomic.Int64
+	name    string
+	client  redis.UniversalClient
+	owned   bool // built from Config.Addrs: closed by the Limiter
+	store   *remote.Store
+	br      *breaker.Breaker
+	calls   atomic.Int64 // round trips
+	errs    atomic.Int64
+	batched atomic.Int64 // requests decided in round trips of more than one
+	batch   batcher
 
 	retiredClosed atomic.Bool
 }
@@ -185,18 +187,8 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	if nd == nil {
 		return l.fail(key, n, limits), nil
 	}
-	done, ok := nd.br.Allow()
-	if !ok {
-		return l.fail(key, n, limits), nil
-	}
-	cctx, cancel := context.WithTimeout(ctx, l.cfg.Timeout)
-	d, b, err := nd.store.Decide(cctx, key, n, limits...)
-	cancel()
-	done(breaker.Classify(ctx, err, isSuccess))
-	nd.calls.Add(1)
-	if err != nil {
-		nd.errs.Add(1)
-		l.cfg.Logger.Debug("hybrid: remote call failed", "node", nd.name, "key_len", len(key), "err", err)
+	d, b, ok, err := l.decide(ctx, nd, key, n, limits)
+	if !ok || err != nil {
 		return l.fail(key, n, limits), nil
 	}
 	r := result(d, limits[b], SourceRemote)

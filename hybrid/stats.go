@@ -14,9 +14,10 @@ type Stats struct {
 // NodeStats is one node's counters.
 type NodeStats struct {
 	Name string
-	// Calls is the number of remote calls made to the node; Errors how
-	// many of them failed (timeouts included).
-	Calls, Errors int64
+	// Calls is the number of round trips to the node; Errors how many of
+	// them failed (timeouts included). Batched is the number of requests
+	// decided in round trips of more than one request.
+	Calls, Errors, Batched int64
 	// Breaker is the state of the node's breaker: "closed", "open" or
 	// "half-open".
 	Breaker string
@@ -44,6 +45,7 @@ func (l *Limiter) Stats() Stats {
 			Name:    name,
 			Calls:   nd.calls.Load(),
 			Errors:  nd.errs.Load(),
+			Batched: nd.batched.Load(),
 			Breaker: nd.br.State().String(),
 			Opened:  int64(bs.ToOpen),
 		})

@@ -1,0 +1,185 @@
+package hybrid
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/breaker"
+	"github.com/hybridlimit/hybridlimit/limit"
+	"github.com/hybridlimit/hybridlimit/remote"
+)
+
+// batcher coalesces the concurrent requests for one node: while a round
+// trip is in flight, the requests that arrive gather, and the next round
+// trip decides up to max of them at once (remote.Store.DecideMany, one
+// script call). An idle node is asked at once. Every request keeps its own
+// deadline, Config.Timeout after it arrived: a round trip is bounded by the
+// earliest deadline among its requests, and a request still waiting for its
+// turn at its deadline leaves, to be answered by the failure mode.
+type batcher struct {
+	mu      sync.Mutex
+	busy    bool
+	pending []*call
+}
+
+// call is one request waiting in a batch.
+type call struct {
+	req      remote.Request
+	deadline time.Time
+	out      remote.Result
+	ok       bool // the node was asked (the breaker let the batch through)
+	done     chan struct{}
+	lead     chan []*call // the batch this call must send, when it is its turn
+}
+
+// decide asks nd about one request, in a batch when others are in flight.
+// ok is false when the node was not asked (breaker open, or no turn before
+// the deadline); err is the call's error.
+func (l *Limiter) decide(ctx context.Context, nd *node, key string, n int64, limits []Limit) (d limit.Decision, binding int, ok bool, err error) {
+	deadline := time.Now().Add(l.cfg.Timeout)
+	b := &nd.batch
+	b.mu.Lock()
+	if !b.busy || l.cfg.Batch.Disable {
+		b.busy = b.busy || !l.cfg.Batch.Disable
+		b.mu.Unlock()
+		d, binding, ok, err = l.decideOne(ctx, deadline, nd, key, n, limits)
+		if !l.cfg.Batch.Disable {
+			l.handOff(nd)
+		}
+		return d, binding, ok, err
+	}
+	c := &call{
+		req:      remote.Request{Key: key, Cost: n, Limits: limits},
+		deadline: deadline,
+		done:     make(chan struct{}),
+		lead:     make(chan []*call, 1),
+	}
+	b.pending = append(b.pending, c)
+	b.mu.Unlock()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case <-c.done:
+	case batch := <-c.lead:
+		l.runBatch(nd, batch)
+	case <-timer.C:
+		if b.leave(c) {
+			return limit.Decision{}, 0, false, nil
+		}
+		// Already taken into a batch, which ends by our deadline.
+		select {
+		case <-c.done:
+		case batch := <-c.lead:
+			l.runBatch(nd, batch)
+		}
+	}
+	return c.out.Decision, c.out.Binding, c.ok, c.out.Err
+}
+
+// leave takes c out of the queue, if it is still waiting there.
+func (b *batcher) leave(c *call) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, p := range b.pending {
+		if p == c {
+			b.pending = append(b.pending[:i], b.pending[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// runBatch sends a batch this goroutine was handed, then passes the node on.
+func (l *Limiter) runBatch(nd *node, batch []*call) {
+	l.decideBatch(nd, batch)
+	l.handOff(nd)
+}
+
+// handOff passes the node to the next batch, if requests have gathered:
+// the first of them sends it.
+func (l *Limiter) handOff(nd *node) {
+	b := &nd.batch
+	b.mu.Lock()
+	if len(b.pending) == 0 {
+		b.busy = false
+		b.mu.Unlock()
+		return
+	}
+	k := min(len(b.pending), l.cfg.Batch.MaxSize)
+	next := make([]*call, k)
+	copy(next, b.pending)
+	b.pending = append(b.pending[:0], b.pending[k:]...)
+	b.mu.Unlock()
+	next[0].lead <- next
+}
+
+// decideOne is one request in one round trip, bounded by deadline and by
+// parent (whose own end does not count against the node).
+func (l *Limiter) decideOne(parent context.Context, deadline time.Time, nd *node, key string, n int64, limits []Limit) (limit.Decision, int, bool, error) {
+	done, ok := nd.br.Allow()
+	if !ok {
+		return limit.Decision{}, 0, false, nil
+	}
+	ctx, cancel := context.WithDeadline(parent, deadline)
+	d, b, err := nd.store.Decide(ctx, key, n, limits...)
+	cancel()
+	done(breaker.Classify(parent, err, isSuccess))
+	nd.calls.Add(1)
+	if err != nil {
+		nd.errs.Add(1)
+		l.cfg.Logger.Debug("hybrid: remote call failed", "node", nd.name, "key_len", len(key), "err", err)
+	}
+	return d, b, true, err
+}
+
+// decideBatch sends a batch in one round trip and wakes its calls.
+func (l *Limiter) decideBatch(nd *node, batch []*call) {
+	defer func() {
+		for _, c := range batch {
+			close(c.done)
+		}
+	}()
+	if len(batch) == 1 {
+		c := batch[0]
+		c.out.Decision, c.out.Binding, c.ok, c.out.Err = l.decideOne(context.Background(), c.deadline, nd, c.req.Key, c.req.Cost, c.req.Limits)
+		return
+	}
+	done, ok := nd.br.Allow()
+	if !ok {
+		return // every call's ok stays false: the failure mode answers
+	}
+	reqs := make([]remote.Request, len(batch))
+	deadline := batch[0].deadline
+	for i, c := range batch {
+		reqs[i] = c.req
+		c.ok = true
+		if c.deadline.Before(deadline) {
+			deadline = c.deadline
+		}
+	}
+	out := make([]remote.Result, len(batch))
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	var err error
+	if _, cluster := nd.client.(*redis.ClusterClient); cluster {
+		err = nd.store.DecidePipeline(ctx, reqs, out) // keys of a batch live in many slots
+	} else {
+		err = nd.store.DecideMany(ctx, reqs, out)
+	}
+	cancel()
+	done(breaker.Classify(context.Background(), err, isSuccess))
+	nd.calls.Add(1)
+	nd.batched.Add(int64(len(batch)))
+	if err != nil {
+		nd.errs.Add(1)
+		l.cfg.Logger.Debug("hybrid: remote batch failed", "node", nd.name, "size", len(batch), "err", err)
+	}
+	for i, c := range batch {
+		c.out = out[i]
+		if err != nil && c.out.Err == nil {
+			c.out.Err = err
+		}
+	}
+}
