@@ -31,8 +31,8 @@ func testClockScripts(t testing.TB) *scriptSet {
 		return strings.Replace(src, old, new, 1)
 	}
 	return newScriptSet(func(src string) string {
-		src = replace(src, "  local t = redis.call('TIME')\n  return tonumber(t[1]) * 1000000 + tonumber(t[2])\n",
-			"  return tonumber(redis.call('GET', '"+testClockKey+"'))\n")
+		src = replace(src, "  local t = rcall('TIME')\n  return tonumber(t[1]) * 1000000 + tonumber(t[2])\n",
+			"  return tonumber(rcall('GET', '"+testClockKey+"'))\n")
 		src = replace(src, "  return d + 1\n", "  return d + 1 + 600000\n")
 		return src
 	})

@@ -6,15 +6,15 @@ function FW.look(key, sp, raw)
   local v = {sp = sp, key = key, raw = raw, d = 0}
   local t = 0
   local n = 0
-  local s = redis.call('GET', key)
+  local s = rcall('GET', key)
   if s then
-    local a, b = string.match(s, '^(%d+):(%d+)$')
+    local a, b = smatch(s, '^(%d+):(%d+)$')
     if a then
       t = tonumber(a)
       n = tonumber(b)
     end
   end
-  v.now = math.max(raw, t)
+  v.now = mmax(raw, t)
   v.nq = v.now
   v.k = fdiv(v.now, sp.p)
   if t ~= 0 and fdiv(t, sp.p) == v.k then
@@ -24,7 +24,7 @@ function FW.look(key, sp, raw)
 end
 
 function FW.avail(v)
-  return math.max(v.sp.r - v.d, 0)
+  return mmax(v.sp.r - v.d, 0)
 end
 
 function FW.allows(v, cost)
@@ -49,7 +49,7 @@ function FW.decide(v, cost, ok)
 end
 
 function FW.store(v, n)
-  redis.call('SET', v.key, str(v.now) .. ':' .. str(n), 'PX', ttl_ms((v.k + 1) * v.sp.p, v.raw))
+  rcall('SET', v.key, str(v.now) .. ':' .. str(n), 'PX', ttl_ms((v.k + 1) * v.sp.p, v.raw))
 end
 
 function FW.commit(v, cost)
@@ -58,7 +58,7 @@ end
 
 function FW.giveback(v, at, units)
   if fdiv(at, v.sp.p) == v.k and v.d > 0 then
-    FW.store(v, math.max(v.d - units, 0))
+    FW.store(v, mmax(v.d - units, 0))
   end
 end
 

@@ -7,7 +7,7 @@ local want = tonumber(ARGV[1])
 local views = read_views(3, 1, tonumber(ARGV[2]), now)
 local g = want
 for j = 1, #views do
-  g = math.min(g, views[j].A.avail(views[j]))
+  g = mmin(g, views[j].A.avail(views[j]))
 end
 local best, d
 if g >= 1 then

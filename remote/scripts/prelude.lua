@@ -5,9 +5,14 @@ local TWO51 = 2251799813685248
 local TWO52 = 4503599627370496
 local ALG = {}
 
+-- Globals read once per call: a local is a register, a global a table lookup.
+local floor, mmax, mmin = math.floor, math.max, math.min
+local sformat, smatch = string.format, string.match
+local rcall, tonumber, unpack = redis.call, tonumber, unpack
+
 -- floor(a/b) for integers, exact (the float quotient is off by at most one).
 local function fdiv(a, b)
-  local q = math.floor(a / b)
+  local q = floor(a / b)
   local r = a - q * b
   if r < 0 then
     q = q - 1
@@ -22,14 +27,14 @@ local function cdiv(a, b)
 end
 
 local function mod52(x)
-  return x - math.floor(x / TWO52) * TWO52
+  return x - floor(x / TWO52) * TWO52
 end
 
 -- a*b mod 2^52 for 0 <= a < 2^53 and 0 <= b < 2^52, without leaving 2^53.
 local function modmul(a, b)
-  local ah = math.floor(a / TWO26)
+  local ah = floor(a / TWO26)
   local al = a - ah * TWO26
-  local bh = math.floor(b / TWO26)
+  local bh = floor(b / TWO26)
   local bl = b - bh * TWO26
   local mid = ((ah * bl) % TWO26 + (al * bh) % TWO26) % TWO26
   return mod52(mid * TWO26 + al * bl)
@@ -37,12 +42,12 @@ end
 
 -- Integers go to Redis as digit strings: never exponents, never fractions.
 local function str(x)
-  return string.format('%.0f', x)
+  return sformat('%.0f', x)
 end
 
 -- The Redis server's clock, in microseconds since the Unix epoch.
 local function clock()
-  local t = redis.call('TIME')
+  local t = rcall('TIME')
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 

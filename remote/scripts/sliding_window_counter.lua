@@ -8,16 +8,16 @@ function SWC.look(key, sp, raw)
   local t = 0
   local a = 0
   local b = 0
-  local s = redis.call('GET', key)
+  local s = rcall('GET', key)
   if s then
-    local x, y, z = string.match(s, '^(%d+):(%d+):(%d+)$')
+    local x, y, z = smatch(s, '^(%d+):(%d+):(%d+)$')
     if x then
       t = tonumber(x)
       a = tonumber(y)
       b = tonumber(z)
     end
   end
-  v.now = math.max(raw, t)
+  v.now = mmax(raw, t)
   v.nq = fdiv(v.now, sp.q)
   v.k = fdiv(v.nq, sp.p)
   if t ~= 0 then
@@ -38,7 +38,7 @@ end
 
 function SWC.avail(v)
   local sp = v.sp
-  return math.max(fdiv(sp.r * sp.p - v.prev * (sp.p - swc_elapsed(v)), sp.p) - v.d, 0)
+  return mmax(fdiv(sp.r * sp.p - v.prev * (sp.p - swc_elapsed(v)), sp.p) - v.d, 0)
 end
 
 function SWC.allows(v, cost)
@@ -58,7 +58,7 @@ local function swc_retry(v, cost)
   end
   local e = 0
   if v.d > 0 then
-    e = math.max(sp.p - fdiv((sp.r - cost) * sp.p, v.d), 0)
+    e = mmax(sp.p - fdiv((sp.r - cost) * sp.p, v.d), 0)
   end
   return (v.k + 1) * sp.p + e
 end
@@ -69,7 +69,7 @@ function SWC.decide(v, cost, ok)
   if ok then
     cur = cur + cost
   end
-  local rem = math.max(fdiv(sp.r * sp.p - v.prev * (sp.p - swc_elapsed(v)), sp.p) - cur, 0)
+  local rem = mmax(fdiv(sp.r * sp.p - v.prev * (sp.p - swc_elapsed(v)), sp.p) - cur, 0)
   local reset = 0
   if cur > 0 then
     reset = after(v, (v.k + 2) * sp.p)
@@ -85,7 +85,7 @@ end
 
 function SWC.store(v, cur, prev)
   local val = str(v.now) .. ':' .. str(cur) .. ':' .. str(prev)
-  redis.call('SET', v.key, val, 'PX', ttl_ms((v.k + 2) * v.sp.p * v.sp.q, v.raw))
+  rcall('SET', v.key, val, 'PX', ttl_ms((v.k + 2) * v.sp.p * v.sp.q, v.raw))
 end
 
 function SWC.commit(v, cost)
@@ -95,9 +95,9 @@ end
 function SWC.giveback(v, at, units)
   local lk = fdiv(fdiv(at, v.sp.q), v.sp.p)
   if lk == v.k and v.d > 0 then
-    SWC.store(v, math.max(v.d - units, 0), v.prev)
+    SWC.store(v, mmax(v.d - units, 0), v.prev)
   elseif lk == v.k - 1 and v.prev > 0 then
-    SWC.store(v, v.d, math.max(v.prev - units, 0))
+    SWC.store(v, v.d, mmax(v.prev - units, 0))
   end
 end
 

@@ -5,22 +5,22 @@ local SWL = {}
 
 function SWL.look(key, sp, raw)
   local v = {sp = sp, key = key, raw = raw, now = raw, newest = -1, seq = -1}
-  local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  local last = rcall('ZRANGE', key, -1, -1, 'WITHSCORES')
   if #last == 2 then
     v.newest = tonumber(last[2])
-    v.seq = tonumber(string.match(last[1], '%-(%d+)$')) or 0
+    v.seq = tonumber(smatch(last[1], '%-(%d+)$')) or 0
     if v.newest > raw then
       v.now = v.newest
     end
   end
   v.nq = v.now
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', str(v.now - sp.p))
-  v.n = redis.call('ZCARD', key)
+  rcall('ZREMRANGEBYSCORE', key, '-inf', str(v.now - sp.p))
+  v.n = rcall('ZCARD', key)
   return v
 end
 
 function SWL.avail(v)
-  return math.max(v.sp.r - v.n, 0)
+  return mmax(v.sp.r - v.n, 0)
 end
 
 function SWL.allows(v, cost)
@@ -42,7 +42,7 @@ function SWL.decide(v, cost, ok)
       reset = v.newest + sp.p - v.now
     end
     local need = v.n + cost - sp.r
-    local ev = redis.call('ZRANGE', v.key, need - 1, need - 1, 'WITHSCORES')
+    local ev = rcall('ZRANGE', v.key, need - 1, need - 1, 'WITHSCORES')
     if #ev == 2 then
       retry = tonumber(ev[2]) + sp.p - v.now
     else
@@ -61,25 +61,25 @@ function SWL.commit(v, cost)
   local batch = {}
   for i = 0, cost - 1 do
     batch[#batch + 1] = ts
-    batch[#batch + 1] = ts .. '-' .. string.format('%05d', seq + i)
+    batch[#batch + 1] = ts .. '-' .. sformat('%05d', seq + i)
     if #batch >= 1000 then
-      redis.call('ZADD', v.key, unpack(batch))
+      rcall('ZADD', v.key, unpack(batch))
       batch = {}
     end
   end
   if #batch > 0 then
-    redis.call('ZADD', v.key, unpack(batch))
+    rcall('ZADD', v.key, unpack(batch))
   end
-  redis.call('PEXPIRE', v.key, ttl_ms(v.now + v.sp.p, v.raw))
+  rcall('PEXPIRE', v.key, ttl_ms(v.now + v.sp.p, v.raw))
 end
 
 function SWL.giveback(v, at, units)
   while units > 0 do
-    local m = redis.call('ZRANGEBYSCORE', v.key, str(at), '+inf', 'LIMIT', 0, math.min(units, 500))
+    local m = rcall('ZRANGEBYSCORE', v.key, str(at), '+inf', 'LIMIT', 0, mmin(units, 500))
     if #m == 0 then
       return
     end
-    redis.call('ZREM', v.key, unpack(m))
+    rcall('ZREM', v.key, unpack(m))
     units = units - #m
   end
 end

@@ -6,7 +6,7 @@ local TB = {}
 
 function TB.look(key, sp, raw)
   local v = {sp = sp, key = key, raw = raw, now = raw, nq = fdiv(raw, sp.q), d = 0}
-  local s = redis.call('GET', key)
+  local s = rcall('GET', key)
   if s then
     local diff = mod52(tonumber(s) - modmul(v.nq, sp.r))
     if diff >= TWO51 then
@@ -22,7 +22,7 @@ function TB.look(key, sp, raw)
 end
 
 function TB.avail(v)
-  return math.max(fdiv(v.sp.c * v.sp.p - v.d, v.sp.p), 0)
+  return mmax(fdiv(v.sp.c * v.sp.p - v.d, v.sp.p), 0)
 end
 
 function TB.allows(v, cost)
@@ -39,16 +39,16 @@ function TB.decide(v, cost, ok)
   if not ok then
     retry = after(v, v.nq + cdiv(v.d + cost * sp.p - sp.c * sp.p, sp.r))
   end
-  return {math.max(fdiv(sp.c * sp.p - d, sp.p), 0), retry, after(v, v.nq + cdiv(d, sp.r)), 0}
+  return {mmax(fdiv(sp.c * sp.p - d, sp.p), 0), retry, after(v, v.nq + cdiv(d, sp.r)), 0}
 end
 
 function TB.store(v, d)
   if d <= 0 then
-    redis.call('DEL', v.key)
+    rcall('DEL', v.key)
     return
   end
   local until_us = (v.nq + cdiv(d, v.sp.r)) * v.sp.q
-  redis.call('SET', v.key, str(mod52(modmul(v.nq, v.sp.r) + d)), 'PX', ttl_ms(until_us, v.raw))
+  rcall('SET', v.key, str(mod52(modmul(v.nq, v.sp.r) + d)), 'PX', ttl_ms(until_us, v.raw))
 end
 
 function TB.commit(v, cost)
