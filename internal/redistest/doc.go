@@ -1,4 +1,5 @@
-// Package redistest starts real redis-server processes for tests.
+// Package redistest starts real redis-server processes for tests and for
+// bench's embedded default.
 //
 // Unit tests in this module run against miniredis; the conformance suite
 // also runs against real Redis, which is the oracle where the two differ.
@@ -23,6 +24,19 @@
 // When redis-server is not installed, Start skips the test, unless the
 // environment variable CI is true, in which case it fails the test: a CI
 // run that silently skips the real-Redis suite has proved nothing.
+//
+// Programs that are not tests, such as go run ./bench, call Launch
+// instead: it starts the same kind of process, in a directory of its own
+// under os.TempDir, and returns it or an error (wrapping ErrNotFound when
+// there is no binary); the caller must call Close, which kills the process,
+// waits for it and removes the directory. Start is Launch plus a test
+// cleanup that calls Close.
+//
+//	srv, err := redistest.Launch()
+//	if err != nil {
+//		return err
+//	}
+//	defer srv.Close()
 //
 // A Server can also be used to inject faults: Stop and Kill end the
 // process, Pause and Resume freeze it with SIGSTOP and SIGCONT (clients

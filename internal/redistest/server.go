@@ -49,10 +49,11 @@ const (
 // errAddrInUse marks a start that failed because the port was taken.
 var errAddrInUse = errors.New("redistest: address already in use")
 
-// errClosed is returned by Restart once the test's cleanup has run.
-var errClosed = errors.New("redistest: server closed by test cleanup")
+// errClosed is returned by Restart once Close has run (for Start, the
+// test's cleanup).
+var errClosed = errors.New("redistest: server closed")
 
-// Option configures Start and StartN.
+// Option configures Launch, Start and StartN.
 type Option func(*options)
 
 type options struct {
@@ -67,7 +68,7 @@ func WithArgs(args ...string) Option {
 	return func(o *options) { o.args = append(o.args, args...) }
 }
 
-// Server is a redis-server process started by Start. Each start of the
+// Server is a redis-server process started by Launch or Start. Each start of the
 // process (the first one and every Restart) gets a new, empty working
 // directory, so no data survives a restart whatever the arguments.
 //
@@ -77,14 +78,14 @@ func WithArgs(args ...string) Option {
 type Server struct {
 	bin  string   // path of the redis-server binary
 	args []string // extra arguments from WithArgs
-	dir  string   // per-test temporary directory holding one dir per run
+	dir  string   // temporary directory holding one dir per run, removed by Close
 	port int      // fixed for the life of the Server
 
 	mu     sync.Mutex
 	proc   *process // nil before the first successful start
 	paused bool     // proc was sent SIGSTOP and not yet SIGCONT
 	runs   int      // number of starts attempted, names the run dirs
-	closed bool     // the test's cleanup has run
+	closed bool     // Close has run
 }
 
 // process is one redis-server process and the goroutine that reaps it.
@@ -95,44 +96,40 @@ type process struct {
 }
 
 // Available reports whether a redis-server binary can be found, either at
-// the path in REDIS_SERVER_BIN or on PATH. Start skips or fails a test
-// when it would return false.
+// the path in REDIS_SERVER_BIN or on PATH. Start skips or fails a test,
+// and Launch returns an error wrapping ErrNotFound, when it would return
+// false.
 func Available() bool {
 	_, err := binary()
 	return err == nil
 }
 
-// Start starts a redis-server on a free port of 127.0.0.1, waits until it
-// answers PING, and registers a cleanup on tb that kills the process
-// (resuming it first if it is paused) and waits for it to exit.
+// ErrNotFound is returned, wrapped, by Launch when no redis-server binary
+// can be found (see Available).
+var ErrNotFound = errors.New("redistest: redis-server not found")
+
+// Launch starts a redis-server on a free port of 127.0.0.1, in a new
+// temporary working directory, and waits until it answers PING. It is the
+// form of Start for programs: the caller must call Close, which kills the
+// process (resuming it first if it is paused), waits for it to exit and
+// removes the directory.
 //
-// If no binary is found, Start fails the test when the environment
-// variable CI is true and skips it otherwise. If the server cannot be
-// started, Start fails the test. Like tb.Fatalf, Start must be called from
-// the goroutine running the test.
-func Start(tb testing.TB, opts ...Option) *Server {
-	tb.Helper()
+// If no binary is found, the error wraps ErrNotFound. It tries a few free
+// ports before giving up.
+func Launch(opts ...Option) (*Server, error) {
 	bin, err := binary()
 	if err != nil {
-		if inCI() {
-			tb.Fatalf("redis-server not found on PATH; CI must install it (apt-get install redis-server): %v", err)
-		} else {
-			tb.Skipf("redis-server not found on PATH (%v); install it (apt-get install redis-server) or set %s to run this test", err, binEnv)
-		}
-		return nil
+		return nil, fmt.Errorf("%w (set %s or install it, for example apt-get install redis-server): %w", ErrNotFound, binEnv, err)
 	}
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	// TempDir before Cleanup: cleanups run last-in first-out, so the
-	// process is dead before its directory is removed.
-	s := &Server{bin: bin, args: slices.Clone(o.args), dir: tb.TempDir()}
-	tb.Cleanup(func() {
-		if err := s.close(); err != nil {
-			tb.Errorf("redistest: cleanup: %v", err)
-		}
-	})
+	dir, err := os.MkdirTemp("", "redistest-")
+	if err != nil {
+		return nil, fmt.Errorf("redistest: starting %s: %w", bin, err)
+	}
+	s := &Server{bin: bin, args: slices.Clone(o.args), dir: dir}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -147,9 +144,39 @@ func Start(tb testing.TB, opts ...Option) *Server {
 		}
 	}
 	if err != nil {
-		tb.Fatalf("redistest: starting %s: %v", bin, err)
+		s.closed = true
+		return nil, errors.Join(fmt.Errorf("redistest: starting %s: %w", bin, err), os.RemoveAll(dir))
+	}
+	return s, nil
+}
+
+// Start starts a redis-server with Launch and registers a cleanup on tb
+// that calls Close.
+//
+// If no binary is found, Start fails the test when the environment
+// variable CI is true and skips it otherwise. If the server cannot be
+// started, Start fails the test. Like tb.Fatalf, Start must be called from
+// the goroutine running the test.
+func Start(tb testing.TB, opts ...Option) *Server {
+	tb.Helper()
+	s, err := Launch(opts...)
+	if errors.Is(err, ErrNotFound) {
+		if inCI() {
+			tb.Fatalf("redis-server not found on PATH; CI must install it (apt-get install redis-server): %v", err)
+		} else {
+			tb.Skipf("redis-server not found on PATH (%v); install it (apt-get install redis-server) or set %s to run this test", err, binEnv)
+		}
 		return nil
 	}
+	if err != nil {
+		tb.Fatalf("%v", err)
+		return nil
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("redistest: cleanup: %v", err)
+		}
+	})
 	return s
 }
 
@@ -311,7 +338,7 @@ func (s *Server) Resume() error {
 // it answers. All keys and the Lua script cache are lost. Restart also
 // starts a server that was stopped or killed. It retries binding the port
 // for about two seconds, and returns an error if the server does not come
-// up or the test has already finished.
+// up or the server was closed (for Start, the test has finished).
 func (s *Server) Restart() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -345,13 +372,22 @@ func (s *Server) Restart() error {
 	return fmt.Errorf("redistest: restarting redis-server on port %d: %w", s.port, err)
 }
 
-// close is the test cleanup: it marks the server closed, so that Restart
-// cannot start a process nobody would kill, then kills the process.
-func (s *Server) close() error {
+// Close kills the process if it is running (resuming it first if it is
+// paused), waits for it to exit and removes the server's working
+// directory. Afterwards Restart returns an error, so that no process is
+// started that nobody would kill. Close is idempotent: later calls return
+// nil. Start registers it as a test cleanup.
+func (s *Server) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
 	s.closed = true
-	return s.kill()
+	if err := s.kill(); err != nil {
+		return err
+	}
+	return os.RemoveAll(s.dir)
 }
 
 // running reports whether the current process is alive. s.mu must be held.
@@ -589,7 +625,7 @@ func inCI() bool {
 }
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-// Another process may take it before redis-server binds it; Start then
+// Another process may take it before redis-server binds it; Launch then
 // retries with a new port.
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

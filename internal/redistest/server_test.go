@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -368,4 +369,40 @@ func TestAvailable(t *testing.T) {
 	}
 	s := Start(t)
 	ping(t, s.Client(t))
+}
+
+func TestLaunchClose(t *testing.T) {
+	t.Setenv(binEnv, "")
+	if !Available() {
+		t.Skip("redis-server is not installed")
+	}
+	s, err := Launch()
+	if err != nil {
+		t.Fatalf("Launch() = %v", err)
+	}
+	pid, dir := s.Pid(), s.dir
+	rdb := s.Client(t)
+	ping(t, rdb)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	assertProcessGone(t, pid)
+	assertRefused(t, s.Addr())
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Stat(%s) after Close = %v, want it removed", dir, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close() = %v, want nil", err)
+	}
+	if err := s.Restart(); !errors.Is(err, errClosed) {
+		t.Errorf("Restart() after Close = %v, want %v", err, errClosed)
+	}
+}
+
+func TestLaunchWithoutBinary(t *testing.T) {
+	t.Setenv(binEnv, "/nonexistent/redis-server")
+	s, err := Launch()
+	if s != nil || !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Launch() = %v, %v, want nil, %v", s, err, ErrNotFound)
+	}
 }
