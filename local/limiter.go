@@ -96,7 +96,8 @@ func (l *Limiter) AllowAt(key string, now time.Time, cost int64, limits ...limit
 // limit.
 func (l *Limiter) decide(key string, nowUS, cost int64, limits []limit.Limit) (limit.Decision, error) {
 	if len(limits) == 1 && key != "" {
-		return l.allowOne(l.shard(key), key, nowUS, cost, &limits[0])
+		h := l.hash(key)
+		return l.allowOne(l.shardOf(h), h, key, nowUS, cost, &limits[0])
 	}
 	d, _, err := l.allowAt(key, nowUS, cost, limits)
 	return d, err
@@ -109,9 +110,10 @@ func (l *Limiter) allowAt(key string, nowUS, cost int64, limits []limit.Limit) (
 	if err := checkRequest(key, limits); err != nil {
 		return limit.Decision{}, 0, err
 	}
-	sh := l.shard(key)
+	h := l.hash(key)
+	sh := l.shardOf(h)
 	if len(limits) == 1 {
-		d, err := l.allowOne(sh, key, nowUS, cost, &limits[0])
+		d, err := l.allowOne(sh, h, key, nowUS, cost, &limits[0])
 		return d, 0, err
 	}
 	var buf groupBuf
@@ -129,10 +131,10 @@ func (l *Limiter) allowAt(key string, nowUS, cost int64, limits []limit.Limit) (
 
 // allowOne decides a request with a valid key against a single limit, the
 // common case; the limit is the binding one.
-func (l *Limiter) allowOne(sh *shard, key string, nowUS, cost int64, lim *limit.Limit) (limit.Decision, error) {
+func (l *Limiter) allowOne(sh *shard, h uint64, key string, nowUS, cost int64, lim *limit.Limit) (limit.Decision, error) {
 	c := lim.Canonical()
 	sh.mu.Lock()
-	e := sh.lookup(key, c)
+	e := sh.lookupHashed(h, key, c)
 	if e == nil || !sameLimit(*lim, c) {
 		sp, err := lim.Spec()
 		if err != nil || cost < 1 || cost > sp.C {
@@ -148,7 +150,7 @@ func (l *Limiter) allowOne(sh *shard, key string, nowUS, cost int64, lim *limit.
 	}
 	d := e.spec.Take(&e.state, nowUS, cost)
 	e.used = nowUS
-	sh.last = e
+	sh.last, sh.lastHash = e, h
 	sh.mu.Unlock()
 	return d, nil
 }
@@ -237,9 +239,11 @@ func (l *Limiter) Sweep() {
 }
 
 // shard returns the shard of key.
-func (l *Limiter) shard(key string) *shard {
-	return &l.shards[maphash.String(l.seed, key)&l.mask]
-}
+func (l *Limiter) shard(key string) *shard { return l.shardOf(l.hash(key)) }
+
+func (l *Limiter) hash(key string) uint64 { return maphash.String(l.seed, key) }
+
+func (l *Limiter) shardOf(h uint64) *shard { return &l.shards[h&l.mask] }
 
 // checkRequest checks the key, that there is at least one limit, and that
 // no limit is given twice.

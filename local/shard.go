@@ -106,9 +106,10 @@ type shard struct {
 
 	// last is the entry of the latest single-limit request: a hot key is
 	// found without a map lookup. Cleared when the entry is dropped.
-	last *entry
+	last     *entry
+	lastHash uint64 // hash of last's key: other keys skip last without reading it
 
-	_ [16]byte // to a 64-byte cache line
+	_ [8]byte // to a 64-byte cache line
 }
 
 // find returns the entry of lim in the chain from head, or nil.
@@ -124,6 +125,16 @@ func find(head *entry, lim limit.Limit) *entry {
 // lookup returns the entry of (key, lim), or nil.
 func (sh *shard) lookup(key string, lim limit.Limit) *entry {
 	if e := sh.last; e != nil && e.limit == lim && e.key == key {
+		return e
+	}
+	return find(sh.m[key], lim)
+}
+
+// lookupHashed is lookup for a key whose hash h is known: the last entry is
+// read only when its key hashed the same, so a request for another key
+// does not touch it.
+func (sh *shard) lookupHashed(h uint64, key string, lim limit.Limit) *entry {
+	if e := sh.last; e != nil && sh.lastHash == h && e.limit == lim && e.key == key {
 		return e
 	}
 	return find(sh.m[key], lim)
