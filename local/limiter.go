@@ -48,7 +48,7 @@ func New(cfg Config) (*Limiter, error) {
 	per, extra := cfg.MaxKeys/cfg.Shards, cfg.MaxKeys%cfg.Shards
 	for i := range l.shards {
 		sh := &l.shards[i]
-		sh.m = make(map[string]*entry)
+		sh.m = make(map[uint64]*entry)
 		sh.cap = per
 		if i < extra {
 			sh.cap++
@@ -119,7 +119,7 @@ func (l *Limiter) allowAt(key string, nowUS, cost int64, limits []limit.Limit) (
 	var buf groupBuf
 	g := buf.group(len(limits))
 	sh.mu.Lock()
-	if bad, err := sh.gather(&g, key, limits, cost, true, nowUS); bad >= 0 {
+	if bad, err := sh.gather(&g, h, key, limits, cost, true, nowUS); bad >= 0 {
 		sh.mu.Unlock()
 		return limit.Decision{}, 0, l.badRequest(sh, limits, bad, cost, err)
 	}
@@ -134,7 +134,7 @@ func (l *Limiter) allowAt(key string, nowUS, cost int64, limits []limit.Limit) (
 func (l *Limiter) allowOne(sh *shard, h uint64, key string, nowUS, cost int64, lim *limit.Limit) (limit.Decision, error) {
 	c := lim.Canonical()
 	sh.mu.Lock()
-	e := sh.lookupHashed(h, key, c)
+	e := sh.lookup(h, key, c)
 	if e == nil || !sameLimit(*lim, c) {
 		sp, err := lim.Spec()
 		if err != nil || cost < 1 || cost > sp.C {
@@ -142,7 +142,7 @@ func (l *Limiter) allowOne(sh *shard, h uint64, key string, nowUS, cost int64, l
 			return limit.Decision{}, l.badRequest(sh, []limit.Limit{*lim}, 0, cost, err)
 		}
 		if e == nil {
-			e = sh.insert(nil, key, c, sp, nowUS)
+			e = sh.insert(nil, h, key, c, sp, nowUS)
 		}
 	} else if cost < 1 || cost > e.spec.C {
 		sh.mu.Unlock()
@@ -173,11 +173,12 @@ func (l *Limiter) LeaseAt(key string, now time.Time, want int64, limits ...limit
 		return 0, limit.Decision{}, err
 	}
 	nowUS := now.UnixMicro()
-	sh := l.shard(key)
+	h := l.hash(key)
+	sh := l.shardOf(h)
 	var buf groupBuf
 	g := buf.group(len(limits))
 	sh.mu.Lock()
-	if bad, err := sh.gather(&g, key, limits, want, false, nowUS); bad >= 0 {
+	if bad, err := sh.gather(&g, h, key, limits, want, false, nowUS); bad >= 0 {
 		sh.mu.Unlock()
 		return 0, limit.Decision{}, l.badRequest(sh, limits, bad, want, err)
 	}
@@ -198,11 +199,12 @@ func (l *Limiter) GiveBack(key string, leaseAt time.Time, units int64, limits ..
 		return
 	}
 	nowUS, leaseUS := l.clock(), leaseAt.UnixMicro()
-	sh := l.shard(key)
+	h := l.hash(key)
+	sh := l.shardOf(h)
 	sh.mu.Lock()
 	for _, lim := range limits {
 		c := lim.Canonical()
-		if e := sh.lookup(key, c); e != nil && sameLimit(lim, c) {
+		if e := sh.lookup(h, key, c); e != nil && sameLimit(lim, c) {
 			st := [1]*limit.State{&e.state}
 			limit.GiveBackSpecs(st[:], []limit.Spec{e.spec}, nowUS, leaseUS, units)
 			e.used = nowUS
@@ -239,7 +241,6 @@ func (l *Limiter) Sweep() {
 }
 
 // shard returns the shard of key.
-func (l *Limiter) shard(key string) *shard { return l.shardOf(l.hash(key)) }
 
 func (l *Limiter) hash(key string) uint64 { return maphash.String(l.seed, key) }
 

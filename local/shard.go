@@ -28,9 +28,10 @@ const (
 // entry is the state of one limit of one key. The entries of one key form a
 // chain from the one its shard's map holds.
 type entry struct {
-	key   string      // the key, shared by the entries of its chain
+	key   string      // the key, shared by the entries of the same key
+	h     uint64      // the key's hash: the entry's chain in its shard's map
 	limit limit.Limit // the limit, compared with ==
-	next  *entry      // the next limit of the same key, or nil
+	next  *entry      // the next entry of the same hash, or nil
 	spec  limit.Spec  // the limit's integer form, computed once at insert
 	state limit.State // the limit's state for the key
 	used  int64       // µs of the last request that touched the entry
@@ -99,7 +100,7 @@ func idleAt(sp limit.Spec, s *limit.State) int64 {
 // string and a Limit) and a short walk comparing limits.
 type shard struct {
 	mu   sync.Mutex
-	m    map[string]*entry
+	m    map[uint64]*entry
 	n    int // entries in all chains
 	cap  int // most entries the shard may hold
 	peak int // most keys m held since it was last built
@@ -112,41 +113,33 @@ type shard struct {
 	_ [8]byte // to a 64-byte cache line
 }
 
-// find returns the entry of lim in the chain from head, or nil.
-func find(head *entry, lim limit.Limit) *entry {
+// find returns the entry of (key, lim) in the chain from head, or nil.
+func find(head *entry, key string, lim limit.Limit) *entry {
 	for e := head; e != nil; e = e.next {
-		if e.limit == lim {
+		if e.limit == lim && e.key == key {
 			return e
 		}
 	}
 	return nil
 }
 
-// lookup returns the entry of (key, lim), or nil.
-func (sh *shard) lookup(key string, lim limit.Limit) *entry {
-	if e := sh.last; e != nil && e.limit == lim && e.key == key {
-		return e
-	}
-	return find(sh.m[key], lim)
-}
-
-// lookupHashed is lookup for a key whose hash h is known: the last entry is
-// read only when its key hashed the same, so a request for another key
-// does not touch it.
-func (sh *shard) lookupHashed(h uint64, key string, lim limit.Limit) *entry {
+// lookup returns the entry of (key, lim), key hashing to h, or nil. The
+// last entry is read only when its key hashed the same, so a request for
+// another key does not touch it.
+func (sh *shard) lookup(h uint64, key string, lim limit.Limit) *entry {
 	if e := sh.last; e != nil && sh.lastHash == h && e.limit == lim && e.key == key {
 		return e
 	}
-	return find(sh.m[key], lim)
+	return find(sh.m[h], key, lim)
 }
 
 // drop unlinks e, an entry of the chain from head.
 func (sh *shard) drop(head, e *entry) {
 	switch {
 	case head == e && e.next == nil:
-		delete(sh.m, e.key)
+		delete(sh.m, e.h)
 	case head == e:
-		sh.m[e.key] = e.next
+		sh.m[e.h] = e.next
 	default:
 		p := head
 		for p.next != e {
@@ -212,13 +205,13 @@ func (g *group) holds(e *entry) bool {
 // invalid limit, the error of limit.Spec, or the number of limits and
 // ErrTooManyLimits when they cannot all fit in the shard. It returns -1, nil
 // when g is ready. Called with sh.mu held.
-func (sh *shard) gather(g *group, key string, limits []limit.Limit, cost int64, capped bool, nowUS int64) (int, error) {
-	head := sh.m[key]
+func (sh *shard) gather(g *group, h uint64, key string, limits []limit.Limit, cost int64, capped bool, nowUS int64) (int, error) {
+	head := sh.m[h]
 	missing := false
 	for i, l := range limits {
 		c := l.Canonical()
 		var sp limit.Spec
-		e := find(head, c)
+		e := find(head, key, c)
 		if e != nil && sameLimit(l, c) {
 			sp = e.spec
 		} else {
@@ -239,7 +232,7 @@ func (sh *shard) gather(g *group, key string, limits []limit.Limit, cost int64, 
 		}
 		for i, e := range g.entries {
 			if e == nil {
-				g.entries[i] = sh.insert(g, key, g.limits[i], g.specs[i], nowUS)
+				g.entries[i] = sh.insert(g, h, key, g.limits[i], g.specs[i], nowUS)
 			}
 		}
 	}
@@ -255,7 +248,7 @@ func (sh *shard) gather(g *group, key string, limits []limit.Limit, cost int64, 
 func (sh *shard) settle(g *group, charged bool, nowUS int64) {
 	for i, e := range g.entries {
 		if !charged && g.fresh[i] {
-			sh.drop(sh.m[e.key], e)
+			sh.drop(sh.m[e.h], e)
 			continue
 		}
 		e.used = nowUS
@@ -266,23 +259,27 @@ func (sh *shard) settle(g *group, charged bool, nowUS int64) {
 // key's chain, first making room when the shard is full (and tidying a little
 // when it is not). Entries in g (which may be nil) are never dropped. Called
 // with sh.mu held.
-func (sh *shard) insert(g *group, key string, lim limit.Limit, sp limit.Spec, nowUS int64) *entry {
+func (sh *shard) insert(g *group, h uint64, key string, lim limit.Limit, sp limit.Spec, nowUS int64) *entry {
 	if sh.n >= sh.cap {
 		sh.evict(g, nowUS)
 	} else {
 		sh.tidy(g, nowUS)
 	}
-	e := &entry{limit: lim, spec: sp, used: nowUS}
-	if head := sh.m[key]; head != nil {
-		e.key = head.key
+	e := &entry{h: h, limit: lim, spec: sp, used: nowUS}
+	e.key = strings.Clone(key) // a copy the caller cannot change or pin
+	if head := sh.m[h]; head != nil {
 		p := head
-		for p.next != nil {
-			p = p.next
+		for ; ; p = p.next {
+			if p.key == key {
+				e.key = p.key // share the copy with the key's other limits
+			}
+			if p.next == nil {
+				break
+			}
 		}
 		p.next = e
 	} else {
-		e.key = strings.Clone(key) // a copy the caller cannot change or pin
-		sh.m[e.key] = e
+		sh.m[h] = e
 		sh.peak = max(sh.peak, len(sh.m))
 	}
 	sh.n++
@@ -344,7 +341,7 @@ sample:
 		}
 	}
 	if !freed && victim != nil {
-		sh.drop(sh.m[victim.key], victim)
+		sh.drop(sh.m[victim.h], victim)
 	}
 }
 
@@ -365,7 +362,7 @@ func (sh *shard) sweep(nowUS int64) {
 		}
 	}
 	if sh.peak >= rebuildMin && len(sh.m) < sh.peak/4 {
-		m := make(map[string]*entry, len(sh.m))
+		m := make(map[uint64]*entry, len(sh.m))
 		for k, head := range sh.m {
 			m[k] = head
 		}
