@@ -234,11 +234,13 @@ func (sp Spec) takeTokens(s *State, nowUS, cost int64) Decision {
 	if d+need > full {
 		return Decision{
 			Remaining:  max((full-d)/sp.P, 0),
-			RetryAfter: us(ceilDiv(d+need-full, sp.R)),
-			ResetAfter: us(ceilDiv(d, sp.R)),
+			RetryAfter: us((d + need - full + sp.R - 1) / sp.R),
+			ResetAfter: us((d + sp.R - 1) / sp.R),
 		}
 	}
 	d += need
 	s.T, s.A = nowUS, d
-	return Decision{Allowed: true, Remaining: (full - d) / sp.P, ResetAfter: us(ceilDiv(d, sp.R))}
+	// All operands are non-negative here: plain division floors, and
+	// (a+b-1)/b rounds up.
+	return Decision{Allowed: true, Remaining: (full - d) / sp.P, ResetAfter: us((d + sp.R - 1) / sp.R)}
 }
