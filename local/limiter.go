@@ -21,7 +21,9 @@ const maxLimits = 16
 // goroutines and holds no resources, so it needs no Close.
 type Limiter struct {
 	cfg    Config
-	clock  func() int64 // microseconds since the Unix epoch
+	now    func() time.Time // Config.Now, or nil for the default clock
+	base   time.Time        // the default clock: wall time at New, advanced by
+	baseUS int64            // the monotonic clock (base in µs since the epoch)
 	seed   maphash.Seed
 	mask   uint64
 	shards []shard
@@ -36,11 +38,13 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	l := &Limiter{
 		cfg:    cfg,
-		clock:  clockOf(cfg.Now),
+		now:    cfg.Now,
+		base:   time.Now(),
 		seed:   maphash.MakeSeed(),
 		mask:   uint64(cfg.Shards - 1),
 		shards: make([]shard, cfg.Shards),
 	}
+	l.baseUS = l.base.UnixMicro()
 	if l.cfg.Now == nil {
 		l.cfg.Now = func() time.Time { return time.UnixMicro(l.clock()) }
 	}
@@ -63,7 +67,13 @@ func (l *Limiter) Config() Config { return l.cfg }
 
 // Allow is AllowN with a cost of 1.
 func (l *Limiter) Allow(key string, limits ...limit.Limit) (limit.Decision, error) {
-	return l.decide(key, l.clock(), 1, limits)
+	nowUS := l.clock()
+	if len(limits) == 1 && key != "" {
+		h := l.hash(key)
+		return l.allowOne(l.shardOf(h), h, key, nowUS, 1, &limits[0])
+	}
+	d, _, err := l.allowAt(key, nowUS, 1, limits)
+	return d, err
 }
 
 // AllowN decides a request of cost units for key against limits, now, and
@@ -82,7 +92,13 @@ func (l *Limiter) Allow(key string, limits ...limit.Limit) (limit.Decision, erro
 // limit.ErrCostExceedsLimit for a cost above a limit's capacity;
 // ErrTooManyLimits for more limits than MaxKeys allows one key.
 func (l *Limiter) AllowN(key string, cost int64, limits ...limit.Limit) (limit.Decision, error) {
-	return l.decide(key, l.clock(), cost, limits)
+	nowUS := l.clock()
+	if len(limits) == 1 && key != "" {
+		h := l.hash(key)
+		return l.allowOne(l.shardOf(h), h, key, nowUS, cost, &limits[0])
+	}
+	d, _, err := l.allowAt(key, nowUS, cost, limits)
+	return d, err
 }
 
 // AllowAt is AllowN at the instant now instead of Config.Now's, and also
@@ -90,17 +106,6 @@ func (l *Limiter) AllowN(key string, cost int64, limits ...limit.Limit) (limit.D
 // counts as package limit says.
 func (l *Limiter) AllowAt(key string, now time.Time, cost int64, limits ...limit.Limit) (limit.Decision, int, error) {
 	return l.allowAt(key, now.UnixMicro(), cost, limits)
-}
-
-// decide is AllowN at nowUS, with a short path for the common case: one
-// limit.
-func (l *Limiter) decide(key string, nowUS, cost int64, limits []limit.Limit) (limit.Decision, error) {
-	if len(limits) == 1 && key != "" {
-		h := l.hash(key)
-		return l.allowOne(l.shardOf(h), h, key, nowUS, cost, &limits[0])
-	}
-	d, _, err := l.allowAt(key, nowUS, cost, limits)
-	return d, err
 }
 
 // allowAt is AllowAt at nowUS. Bad input is reported in the order of
@@ -283,14 +288,13 @@ func (l *Limiter) badRequest(sh *shard, limits []limit.Limit, bad int, cost int6
 	return fmt.Errorf("local: limits[%d]: %w", bad, limits[bad].CheckCost(cost))
 }
 
-// clockOf returns now in microseconds: from now when given, otherwise the
-// wall clock read once and advanced by the monotonic clock, which costs
-// about half of time.Now and does not jump when the wall clock is stepped.
-func clockOf(now func() time.Time) func() int64 {
-	if now != nil {
-		return func() int64 { return now().UnixMicro() }
+// clock returns now in microseconds since the Unix epoch: from Config.Now
+// when given, otherwise the wall clock read by New advanced by the monotonic
+// clock, which costs about half of time.Now and does not jump when the wall
+// clock is stepped.
+func (l *Limiter) clock() int64 {
+	if l.now != nil {
+		return l.now().UnixMicro()
 	}
-	base := time.Now()
-	baseUS := base.UnixMicro()
-	return func() int64 { return baseUS + int64(time.Since(base)/time.Microsecond) }
+	return l.baseUS + int64(time.Since(l.base)/time.Microsecond)
 }
