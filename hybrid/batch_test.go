@@ -14,7 +14,7 @@ import (
 // round trips, and every key still admits exactly its limit.
 func TestBatchCoalescesAndStaysExact(t *testing.T) {
 	srv := redistest.Start(t)
-	lim, err := New(Config{Addrs: []string{srv.Addr()}, DenyCache: DenyCacheConfig{Disable: true}})
+	lim, err := New(Config{Addrs: []string{srv.Addr()}, DenyCache: DenyCacheConfig{Disable: true}, Lease: LeaseConfig{Disable: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestBatchIdleNodeAskedAtOnce(t *testing.T) {
 
 func TestBatchDisabled(t *testing.T) {
 	srv := redistest.Start(t)
-	lim, err := New(Config{Addrs: []string{srv.Addr()}, Batch: BatchConfig{Disable: true}})
+	lim, err := New(Config{Addrs: []string{srv.Addr()}, Batch: BatchConfig{Disable: true}, Lease: LeaseConfig{Disable: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

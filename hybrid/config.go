@@ -68,6 +68,29 @@ type BreakerConfig struct {
 	HalfOpenProbes uint32
 }
 
+// LeaseConfig configures leases: a (key, limits) this instance sees more
+// than HotRate times a second is served from units taken from Redis in
+// batches and spent in process (SourceLease). The limit can then be exceeded
+// by at most the units outstanding in leases (Stats.LeaseUnits). LeakyBucket
+// limits are never leased.
+type LeaseConfig struct {
+	// Disable sends every request to Redis.
+	Disable bool
+	// HotRate is the requests per second, on this instance, above which a
+	// key is leased. Default 200.
+	HotRate float64
+	// MaxFraction caps a batch at this fraction of the smallest capacity
+	// of the request's limits (at least 1 unit). Default 0.01: with 4
+	// instances the over-admission bound is 4% of the limit.
+	MaxFraction float64
+	// RenewEvery sizes a batch to about this much of the key's recent
+	// demand on this instance. Default 50ms.
+	RenewEvery time.Duration
+	// TTL ends a lease (its unused units are given back); a FixedWindow
+	// lease also ends with its window. Default 1s.
+	TTL time.Duration
+}
+
 // BatchConfig configures batching: while a round trip to a node is in
 // flight, the requests for that node that arrive gather, and the next round
 // trip decides them all in one script call. An idle node is asked at once.
@@ -115,6 +138,9 @@ type Config struct {
 	MaxLocalKeys int
 	// Batch configures the coalescing of concurrent requests per node.
 	Batch BatchConfig
+	// Lease configures the serving of hot keys from batches of units
+	// leased from Redis.
+	Lease LeaseConfig
 	// DenyCache configures the local memory of denials: a key Redis denied
 	// with RetryAfter d is denied in process for d, with no Redis call.
 	DenyCache DenyCacheConfig
@@ -159,6 +185,21 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxLocalKeys == 0 {
 		c.MaxLocalKeys = 1_000_000
+	}
+	if c.Lease.HotRate < 0 || c.Lease.MaxFraction < 0 || c.Lease.MaxFraction > 1 || c.Lease.RenewEvery < 0 || c.Lease.TTL < 0 || math.IsNaN(c.Lease.HotRate) || math.IsNaN(c.Lease.MaxFraction) {
+		return c, fmt.Errorf("hybrid: Lease config out of range: %+v", c.Lease)
+	}
+	if c.Lease.HotRate == 0 {
+		c.Lease.HotRate = 200
+	}
+	if c.Lease.MaxFraction == 0 {
+		c.Lease.MaxFraction = 0.01
+	}
+	if c.Lease.RenewEvery == 0 {
+		c.Lease.RenewEvery = 50 * time.Millisecond
+	}
+	if c.Lease.TTL == 0 {
+		c.Lease.TTL = time.Second
 	}
 	if c.Batch.MaxSize < 0 {
 		return c, fmt.Errorf("hybrid: negative Batch.MaxSize %d", c.Batch.MaxSize)

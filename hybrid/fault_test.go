@@ -30,6 +30,9 @@ func newCluster(t *testing.T, cfg Config) *cluster {
 	if cfg.Breaker.OpenTimeout == 0 {
 		cfg.Breaker.OpenTimeout = 300 * time.Millisecond
 	}
+	// These tests follow each decision to its node; leases (tested on their
+	// own) would serve the hot keys of the load in process.
+	cfg.Lease.Disable = true
 	lim, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

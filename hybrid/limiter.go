@@ -27,6 +27,7 @@ type Limiter struct {
 	mu       sync.Mutex // serializes AddNode, RemoveNode and Close
 	fallback *local.Limiter
 	deny     *denyCache // nil when disabled
+	leases   *leases    // nil when disabled
 	closed   atomic.Bool
 	bySource [numSources]atomic.Int64
 
@@ -66,6 +67,9 @@ func New(cfg Config) (*Limiter, error) {
 	l := &Limiter{cfg: cfg, fallback: fb}
 	if !cfg.DenyCache.Disable {
 		l.deny = newDenyCache(cfg.DenyCache.MaxKeys)
+	}
+	if !cfg.Lease.Disable {
+		l.leases = newLeases(l)
 	}
 	nodes := map[string]*node{}
 	var names []string
@@ -183,16 +187,39 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 			return l.count(r), nil
 		}
 	}
+	lease := l.leases != nil && leasable(limits)
+	held := false
+	if lease {
+		var r Result
+		var served bool
+		r, served, held = l.leases.spend(key, n, limits)
+		if served {
+			return l.count(r), nil
+		}
+		lease = !held // a lease is held but dry: ask Redis meanwhile
+	}
 	nd := l.locate(key)
 	if nd == nil {
 		return l.fail(key, n, limits), nil
+	}
+	if lease {
+		if rate := l.leases.demand(key); rate >= l.cfg.Lease.HotRate {
+			if r, ok := l.leases.take(ctx, nd, key, n, limits, rate); ok {
+				if !r.Allowed && l.deny != nil {
+					l.deny.put(key, n, limits, r)
+				}
+				return l.count(r), nil
+			}
+		}
 	}
 	d, b, ok, err := l.decide(ctx, nd, key, n, limits)
 	if !ok || err != nil {
 		return l.fail(key, n, limits), nil
 	}
 	r := result(d, limits[b], SourceRemote)
-	if !r.Allowed && l.deny != nil {
+	// A denial while this instance holds a dry lease is not remembered:
+	// units other instances give back may come before RetryAfter.
+	if !r.Allowed && l.deny != nil && !held {
 		l.deny.put(key, n, limits, r)
 	}
 	return l.count(r), nil
@@ -403,6 +430,9 @@ func (l *Limiter) Close() error {
 	defer l.mu.Unlock()
 	if l.closed.Swap(true) {
 		return nil
+	}
+	if l.leases != nil {
+		l.leases.close() // gives the units back while the clients are open
 	}
 	var errs []error
 	for i, nd := range l.retired {

@@ -9,6 +9,10 @@ type Stats struct {
 	Nodes []NodeStats
 	// DenyCacheKeys is the number of keys the denial cache holds.
 	DenyCacheKeys int
+	// Leases is the number of keys served from leases; LeaseUnits the units
+	// they hold: the most the limits may be exceeded by at this moment.
+	Leases     int
+	LeaseUnits int64
 }
 
 // NodeStats is one node's counters.
@@ -33,6 +37,10 @@ func (l *Limiter) Stats() Stats {
 	}
 	if l.deny != nil {
 		s.DenyCacheKeys = l.deny.len()
+	}
+	if l.leases != nil {
+		s.Leases = int(l.leases.count.Load())
+		s.LeaseUnits = l.leases.outstanding()
 	}
 	nodes := *l.nodes.Load()
 	for _, name := range l.ring.Members() {

@@ -1,0 +1,315 @@
+package hybrid
+
+import (
+	"context"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hybridlimit/hybridlimit/breaker"
+	"github.com/hybridlimit/hybridlimit/remote"
+)
+
+type leaseReply = remote.Lease
+
+// Leases serve hot keys in process. When this instance sees a (key, limits)
+// more often than Lease.HotRate per second, it takes a batch of units from
+// Redis in one atomic script (remote.Store.Lease: the units leave the shared
+// budget at once) and spends them locally, lock-free. Before the batch runs
+// out a background renewal takes the next one, sized to the instance's own
+// recent demand (about Lease.RenewEvery of it) and capped at
+// Lease.MaxFraction of the smallest capacity. A lease expires after
+// Lease.TTL, or at the end of a window, whichever is first; the units left
+// are given back to Redis on expiry and on Close. The limit is thus never
+// exceeded by more than the units outstanding in leases at that moment,
+// which Stats reports.
+//
+// LeakyBucket keys are never leased: a lease of queue places taken ahead
+// would let a burst through without the Delay that shapes it.
+
+// hotSlots is the size of the table that counts requests per key hash to
+// find hot keys: bounded memory whatever the number of keys.
+const hotSlots = 4096
+
+// hotWindow is the window over which a slot's rate is measured.
+const hotWindow = 100 * time.Millisecond
+
+type leases struct {
+	l       *Limiter
+	seed    maphash.Seed
+	base    time.Time
+	slots   [hotSlots]hotSlot
+	entries sync.Map // key string -> *leaseEntry
+	count   atomic.Int64
+	wg      sync.WaitGroup
+	ctx     context.Context // cancelled by Close: renewals end
+	cancel  context.CancelFunc
+}
+
+// hotSlot counts the requests of the keys hashing to it in one window.
+type hotSlot struct {
+	window atomic.Int64 // index of the window counted
+	n      atomic.Int64
+	prev   atomic.Int64 // the count of the window before
+}
+
+// leaseEntry is the lease of one key for one set of limits.
+type leaseEntry struct {
+	limits   []Limit
+	node     *node
+	units    atomic.Int64 // units left to spend
+	expires  atomic.Int64 // ns since base
+	at       atomic.Int64 // Redis time of the newest batch, µs
+	size     atomic.Int64 // units asked for at the last renewal
+	renewing atomic.Bool
+	binding  atomic.Int64 // index of the binding limit at the last batch
+	windowed bool         // a FixedWindow limit: the lease ends with the window
+	given    atomic.Int64 // units left just after the last batch arrived
+	took     atomic.Int64 // ns since base when it arrived
+}
+
+func newLeases(l *Limiter) *leases {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &leases{l: l, seed: maphash.MakeSeed(), base: time.Now(), ctx: ctx, cancel: cancel}
+}
+
+func (ls *leases) now() int64 { return int64(time.Since(ls.base)) }
+
+// leasable reports whether limits may be leased.
+func leasable(limits []Limit) bool {
+	for _, lim := range limits {
+		if lim.Algorithm == LeakyBucket {
+			return false
+		}
+	}
+	return true
+}
+
+// demand counts a request for key and returns the key's recent rate, in
+// requests per second, as seen through its slot.
+func (ls *leases) demand(key string) float64 {
+	s := &ls.slots[maphash.String(ls.seed, key)%hotSlots]
+	w := ls.now() / int64(hotWindow)
+	if old := s.window.Load(); old != w && s.window.CompareAndSwap(old, w) {
+		if w == old+1 {
+			s.prev.Store(s.n.Swap(0))
+		} else {
+			s.prev.Store(0)
+			s.n.Store(0)
+		}
+	}
+	n := s.n.Add(1)
+	return float64(max(n, s.prev.Load())) / hotWindow.Seconds()
+}
+
+// spend answers a request from the key's lease, if it has one with units
+// left. held reports a live lease for the key (ran dry, a renewal on its
+// way): the request then goes to Redis as usual rather than taking another.
+// It never blocks and does not allocate.
+func (ls *leases) spend(key string, n int64, limits []Limit) (r Result, served, held bool) {
+	v, ok := ls.entries.Load(key)
+	if !ok {
+		return Result{}, false, false
+	}
+	e := v.(*leaseEntry)
+	if !slices.Equal(e.limits, limits) {
+		return Result{}, false, true
+	}
+	now := ls.now()
+	if now >= e.expires.Load() {
+		ls.expire(key, e)
+		return Result{}, false, false
+	}
+	left := e.units.Add(-n)
+	if left < 0 {
+		e.units.Add(n)
+		ls.renew(key, e)
+		return Result{}, false, true
+	}
+	if left < e.size.Load()/2 {
+		ls.renew(key, e)
+	}
+	return Result{Allowed: true, Limit: limits[e.binding.Load()], Remaining: left, Source: SourceLease}, true, true
+}
+
+// size is the batch to ask for: about RenewEvery of the demand, at least
+// the request, at most MaxFraction of the smallest capacity.
+func (ls *leases) size(rate float64, n int64, limits []Limit) int64 {
+	want := int64(rate * ls.l.cfg.Lease.RenewEvery.Seconds())
+	return min(max(want, n), ls.ceiling(limits))
+}
+
+// ceiling is the most units a key's lease may hold: MaxFraction of the
+// smallest capacity, at least 1.
+func (ls *leases) ceiling(limits []Limit) int64 {
+	c := limits[0].Capacity()
+	for _, lim := range limits[1:] {
+		c = min(c, lim.Capacity())
+	}
+	return max(1, int64(float64(c)*ls.l.cfg.Lease.MaxFraction))
+}
+
+// take leases a first batch for a hot key and charges the request n from
+// it. ok is false when the node could not be asked or gave fewer than n
+// units (they are given back): the caller then decides as usual.
+func (ls *leases) take(ctx context.Context, nd *node, key string, n int64, limits []Limit, rate float64) (Result, bool) {
+	want := ls.size(rate, n, limits)
+	if want < n || n < 1 {
+		return Result{}, false
+	}
+	lease, ok := ls.call(ctx, nd, key, want, limits)
+	if !ok {
+		return Result{}, false
+	}
+	if lease.Granted < n {
+		if lease.Granted == 0 {
+			// Redis has nothing to give: that is a denial.
+			return result(lease.Decision, limits[lease.Binding], SourceRemote), true
+		}
+		ls.giveBack(nd, key, lease.At, lease.Granted, limits)
+		return Result{}, false
+	}
+	e := &leaseEntry{limits: slices.Clone(limits), node: nd}
+	for _, lim := range limits {
+		e.windowed = e.windowed || lim.Algorithm == FixedWindow
+	}
+	e.units.Store(lease.Granted - n)
+	e.given.Store(lease.Granted - n)
+	e.took.Store(ls.now())
+	e.at.Store(lease.At)
+	e.size.Store(want)
+	e.binding.Store(int64(lease.Binding))
+	e.expires.Store(ls.now() + int64(ls.ttl(lease.ResetAfter, limits)))
+	if old, loaded := ls.entries.Swap(key, e); loaded {
+		ls.expire(key, old.(*leaseEntry))
+	} else {
+		ls.count.Add(1)
+	}
+	return Result{Allowed: true, Limit: limits[lease.Binding], Remaining: lease.Granted - n, ResetAfter: lease.ResetAfter, Source: SourceLease}, true
+}
+
+// ttl is Lease.TTL, shortened to the end of the window for FixedWindow,
+// whose units count only in the window they were taken in.
+func (ls *leases) ttl(resetAfter time.Duration, limits []Limit) time.Duration {
+	ttl := ls.l.cfg.Lease.TTL
+	for _, lim := range limits {
+		if lim.Algorithm == FixedWindow && resetAfter > 0 {
+			ttl = min(ttl, resetAfter)
+		}
+	}
+	return ttl
+}
+
+// call takes up to want units through the node's breaker and batch-free
+// path, bounded by Timeout.
+func (ls *leases) call(ctx context.Context, nd *node, key string, want int64, limits []Limit) (lease leaseReply, ok bool) {
+	done, allowed := nd.br.Allow()
+	if !allowed {
+		return leaseReply{}, false
+	}
+	cctx, cancel := context.WithTimeout(ctx, ls.l.cfg.Timeout)
+	r, err := nd.store.Lease(cctx, key, want, limits...)
+	cancel()
+	done(breaker.Classify(ctx, err, isSuccess))
+	nd.calls.Add(1)
+	if err != nil {
+		nd.errs.Add(1)
+		return leaseReply{}, false
+	}
+	return r, true
+}
+
+// renew starts a background renewal of e, unless one is in flight.
+func (ls *leases) renew(key string, e *leaseEntry) {
+	if ls.ctx.Err() != nil || !e.renewing.CompareAndSwap(false, true) {
+		return
+	}
+	ls.wg.Add(1)
+	go func() {
+		defer ls.wg.Done()
+		defer e.renewing.Store(false)
+		// The demand since the last batch: what it has spent, per second.
+		now := ls.now()
+		left := e.units.Load()
+		spent := e.given.Load() - left
+		rate := float64(max(spent, 1)) / max(time.Duration(now-e.took.Load()), time.Millisecond).Seconds()
+		// What is held, plus the batch, stays within MaxFraction.
+		want := min(ls.size(rate, 1, e.limits), ls.ceiling(e.limits)-max(left, 0))
+		if e.windowed {
+			// Units of a window are lost when it ends: take no more than
+			// the demand can spend before then.
+			rest := time.Duration(e.expires.Load() - now)
+			want = min(want, int64(rate*rest.Seconds())-max(left, 0))
+		}
+		if want < 1 {
+			return
+		}
+		lease, ok := ls.call(ls.ctx, e.node, key, want, e.limits)
+		if !ok || lease.Granted == 0 {
+			return
+		}
+		e.size.Store(want)
+		e.at.Store(lease.At)
+		e.binding.Store(int64(lease.Binding))
+		e.expires.Store(ls.now() + int64(ls.ttl(lease.ResetAfter, e.limits)))
+		e.given.Store(e.units.Add(lease.Granted))
+		e.took.Store(ls.now())
+		// Expired meanwhile: whatever expire did not take back goes back now.
+		if cur, _ := ls.entries.Load(key); cur != e {
+			if left := e.units.Swap(0); left > 0 {
+				ls.giveBack(e.node, key, e.at.Load(), left, e.limits)
+			}
+		}
+	}()
+}
+
+// expire ends e: its units are given back, in the background.
+func (ls *leases) expire(key string, e *leaseEntry) {
+	if ls.entries.CompareAndDelete(key, e) {
+		ls.count.Add(-1)
+	}
+	if left := e.units.Swap(0); left > 0 {
+		ls.wg.Add(1)
+		go func() {
+			defer ls.wg.Done()
+			ls.giveBack(e.node, key, e.at.Load(), left, e.limits)
+		}()
+	}
+}
+
+// giveBack returns units to Redis, bounded by Timeout.
+func (ls *leases) giveBack(nd *node, key string, at, units int64, limits []Limit) {
+	ctx, cancel := context.WithTimeout(context.Background(), ls.l.cfg.Timeout)
+	defer cancel()
+	if err := nd.store.GiveBack(ctx, key, at, units, limits...); err != nil {
+		ls.l.cfg.Logger.Debug("hybrid: give-back failed", "node", nd.name, "units", units, "err", err)
+	}
+}
+
+// outstanding is the units held in leases now: how far the limits may be
+// exceeded at this moment.
+func (ls *leases) outstanding() int64 {
+	var n int64
+	ls.entries.Range(func(_, v any) bool {
+		n += max(v.(*leaseEntry).units.Load(), 0)
+		return true
+	})
+	return n
+}
+
+// close stops renewals, gives every lease back and waits for it all.
+func (ls *leases) close() {
+	ls.cancel()
+	ls.wg.Wait()
+	ls.entries.Range(func(k, v any) bool {
+		e := v.(*leaseEntry)
+		ls.entries.Delete(k)
+		if left := e.units.Swap(0); left > 0 {
+			ls.giveBack(e.node, k.(string), e.at.Load(), left, e.limits)
+		}
+		return true
+	})
+	ls.wg.Wait()
+}

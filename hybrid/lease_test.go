@@ -1,0 +1,204 @@
+package hybrid
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hybridlimit/hybridlimit/internal/redistest"
+)
+
+func TestLeaseServesHotKey(t *testing.T) {
+	srv := redistest.Start(t)
+	lim, err := New(Config{Addrs: []string{srv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lim.Close()
+	ctx := context.Background()
+	l := PerSecond(100_000)
+	bySource := map[Source]int{}
+	for i := 0; i < 5000; i++ {
+		r, err := lim.Allow(ctx, "hot", l)
+		if err != nil || !r.Allowed {
+			t.Fatalf("Allow #%d = %+v, %v", i, r, err)
+		}
+		bySource[r.Source]++
+	}
+	st := lim.Stats()
+	if bySource[SourceLease] < 4000 {
+		t.Errorf("sources %v: want most answers from the lease", bySource)
+	}
+	if st.Nodes[0].Calls > 500 {
+		t.Errorf("%d round trips for 5000 decisions, want far fewer", st.Nodes[0].Calls)
+	}
+	if st.Leases != 1 || st.LeaseUnits > 1000 {
+		t.Errorf("Stats: %d leases holding %d units; want 1 lease of at most 1%% of 100,000", st.Leases, st.LeaseUnits)
+	}
+	t.Logf("5000 decisions: %v, %d round trips, %d units outstanding", bySource, st.Nodes[0].Calls, st.LeaseUnits)
+}
+
+func TestLeaseNotForLeakyBucket(t *testing.T) {
+	lim, _ := newMini(t, 1, Config{})
+	ctx := context.Background()
+	l := Limit{Algorithm: LeakyBucket, Rate: 1_000_000, Period: time.Second, Burst: 1_000_000}
+	for i := 0; i < 500; i++ {
+		if r, err := lim.Allow(ctx, "shaped", l); err != nil || r.Source != SourceRemote {
+			t.Fatalf("Allow #%d = %+v, %v; want every LeakyBucket answer from Redis", i, r, err)
+		}
+	}
+}
+
+func TestLeaseGivenBackOnClose(t *testing.T) {
+	srv := redistest.Start(t)
+	lim, err := New(Config{Addrs: []string{srv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	l := PerHour(1_000_000)
+	start := time.Now()
+	for i := 0; i < 2000; i++ {
+		if _, err := lim.Allow(ctx, "k", l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if lim.Stats().LeaseUnits == 0 {
+		t.Skip("no lease held at the end of the loop; nothing to give back")
+	}
+	if err := lim.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A fresh limiter sees exactly the 2000 units spent: the rest came back.
+	lim2, err := New(Config{Addrs: []string{srv.Addr()}, Lease: LeaseConfig{Disable: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lim2.Close()
+	r, err := lim2.Allow(ctx, "k", l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The bucket refills at 1e6/h meanwhile: allow for that much.
+	refill := int64(time.Since(start).Seconds()*1_000_000/3600) + 1
+	if used := 1_000_000 - r.Remaining - 1; used < 2000-refill || used > 2000 {
+		t.Errorf("Redis counts %d units used after 2000 decisions and Close; want 2000 less at most %d refilled (the unused lease given back)", used, refill)
+	}
+}
+
+// TestLeaseAccuracy: 4 instances on the same 3 nodes drive one hot key as
+// fast as they can; the total admitted stays within [99%, 100%] of a single
+// ideal limiter, plus at most the units outstanding in leases.
+func TestLeaseAccuracy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for seconds")
+	}
+	for _, tc := range []struct {
+		name  string
+		limit Limit
+	}{
+		{"TokenBucket", PerSecond(10_000)},
+		{"FixedWindow", Limit{Algorithm: FixedWindow, Rate: 10_000, Period: time.Second}},
+		{"SlidingWindowCounter", Limit{Algorithm: SlidingWindowCounter, Rate: 10_000, Period: time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.StartN(t, 3)
+			var addrs []string
+			for _, s := range srv {
+				addrs = append(addrs, s.Addr())
+			}
+			var lims []*Limiter
+			for i := 0; i < 4; i++ {
+				lim, err := New(Config{Addrs: addrs})
+				if err != nil {
+					t.Fatal(err)
+				}
+				lims = append(lims, lim)
+			}
+			ctx := context.Background()
+			const run = 2 * time.Second
+			var admitted, maxOutstanding, requests atomic.Int64
+			var perSecond [16]atomic.Int64 // requests by Unix second, for FixedWindow
+			start := time.Now()
+			deadline := start.Add(run)
+			var wg sync.WaitGroup
+			for w := 0; w < 16; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					lim := lims[w%len(lims)]
+					for i := 0; i < 5_000_000 && time.Now().Before(deadline); i++ {
+						now := time.Now()
+						r, err := lim.Allow(ctx, "hot", tc.limit)
+						requests.Add(1)
+						perSecond[(now.Unix()-start.Unix())%16].Add(1)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if r.Allowed {
+							admitted.Add(1)
+						}
+					}
+				}()
+			}
+			stop := make(chan struct{})
+			go func() {
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+					var out int64
+					for _, lim := range lims {
+						out += lim.Stats().LeaseUnits
+					}
+					if out > maxOutstanding.Load() {
+						maxOutstanding.Store(out)
+					}
+				}
+			}()
+			wg.Wait()
+			end := time.Now()
+			close(stop)
+			var leased int64
+			for _, lim := range lims {
+				leased += lim.Stats().Decisions[SourceLease]
+				lim.Close()
+			}
+			// The ideal single limiter, given the demand there was:
+			// TokenBucket: burst plus rate × elapsed; FixedWindow: per
+			// window, the lesser of its requests and the rate; the sliding
+			// counter: between rate × elapsed and rate × (elapsed + 1).
+			rate := float64(tc.limit.Rate)
+			elapsed := end.Sub(start).Seconds()
+			demand := float64(requests.Load())
+			var ideal, upper float64
+			switch tc.limit.Algorithm {
+			case FixedWindow:
+				for i := range perSecond {
+					ideal += min(float64(perSecond[i].Load()), rate)
+				}
+				upper = ideal
+			case SlidingWindowCounter:
+				ideal = min(demand, rate*elapsed)
+				upper = rate * (elapsed + 1)
+			default:
+				ideal = min(demand, float64(tc.limit.Capacity())+rate*elapsed)
+				upper = ideal
+			}
+			got := float64(admitted.Load())
+			t.Logf("%s: %.0f requests, admitted %.0f: %.2f%% of the ideal %.0f (upper bound %.0f), max outstanding lease units %d, %d decisions served from leases",
+				tc.name, demand, got, 100*got/ideal, ideal, upper, maxOutstanding.Load(), leased)
+			if got > upper+float64(maxOutstanding.Load())+rate*0.005 {
+				t.Errorf("admitted %.0f, above the ideal %.0f plus outstanding %d", got, upper, maxOutstanding.Load())
+			}
+			if got < 0.99*ideal {
+				t.Errorf("admitted %.0f, below 99%% of the ideal %.0f", got, ideal)
+			}
+		})
+	}
+}
