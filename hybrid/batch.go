@@ -137,8 +137,9 @@ func (l *Limiter) decideOne(parent context.Context, deadline time.Time, nd *node
 
 // decideBatch sends a batch in one round trip and wakes its calls.
 func (l *Limiter) decideBatch(nd *node, batch []*call) {
+	all := batch // every call is woken, sent or not
 	defer func() {
-		for _, c := range batch {
+		for _, c := range all {
 			close(c.done)
 		}
 	}()
@@ -147,10 +148,26 @@ func (l *Limiter) decideBatch(nd *node, batch []*call) {
 		c.out.Decision, c.out.Binding, c.ok, c.out.Err = l.decideOne(context.Background(), c.deadline, nd, c.req.Key, c.req.Cost, c.req.Limits)
 		return
 	}
+	// Requests that waited so long that little of their Timeout is left are
+	// answered by the failure mode rather than sent: a round trip bounded
+	// by a nearly spent deadline would fail, and count against a node that
+	// did nothing wrong.
+	minBudget := l.cfg.Timeout / 4
+	now := time.Now()
+	send := batch[:0:0]
+	for _, c := range batch {
+		if c.deadline.Sub(now) >= minBudget {
+			send = append(send, c)
+		}
+	}
+	if len(send) == 0 {
+		return
+	}
 	done, ok := nd.br.Allow()
 	if !ok {
 		return // every call's ok stays false: the failure mode answers
 	}
+	batch = send
 	reqs := make([]remote.Request, len(batch))
 	deadline := batch[0].deadline
 	for i, c := range batch {

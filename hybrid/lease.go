@@ -247,7 +247,13 @@ func (ls *leases) renew(key string, e *leaseEntry) {
 			return
 		}
 		lease, ok := ls.call(ls.ctx, e.node, key, want, e.limits)
-		if !ok || lease.Granted == 0 {
+		if !ok {
+			return
+		}
+		if lease.Granted == 0 {
+			// Redis has nothing to give: end the lease, so that requests
+			// go to Redis and its denials are cached as for any key.
+			ls.expire(key, e)
 			return
 		}
 		e.size.Store(want)

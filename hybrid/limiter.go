@@ -217,10 +217,15 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 		return l.fail(key, n, limits), nil
 	}
 	r := result(d, limits[b], SourceRemote)
-	// A denial while this instance holds a dry lease is not remembered:
-	// units other instances give back may come before RetryAfter.
-	if !r.Allowed && l.deny != nil && !held {
-		l.deny.put(key, n, limits, r)
+	if !r.Allowed && l.deny != nil {
+		c := r
+		if held {
+			// This instance holds a dry lease: units other instances
+			// give back may come before RetryAfter, so remember the
+			// denial for no longer than a renewal takes.
+			c.RetryAfter = min(c.RetryAfter, l.cfg.Lease.RenewEvery)
+		}
+		l.deny.put(key, n, limits, c)
 	}
 	return l.count(r), nil
 }
