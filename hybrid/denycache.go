@@ -1,29 +1,23 @@
 package hybrid
 
 import (
-	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // denyCache remembers denials Redis gave, so that a client over its limit
 // is answered in process until its RetryAfter passes: no Redis call for an
-// abusive client. It holds at most max entries (one per key: the latest
-// denial), spread over independently locked shards.
+// abusive client. It holds about max entries (one per key: the latest
+// denial). Reads take no lock, so any number of goroutines hammering one
+// denied key never wait for each other.
 type denyCache struct {
-	seed   maphash.Seed
-	base   time.Time // monotonic origin of the entries' deadlines
-	shards [denyShards]denyShard
-	per    int // entries per shard
-}
-
-const denyShards = 64
-
-type denyShard struct {
-	mu sync.Mutex
-	m  map[string]*denial
-	_  [40]byte // keep shards on separate cache lines
+	base time.Time // monotonic origin of the entries' deadlines
+	m    sync.Map  // key string -> *denial, never modified once stored
+	n    atomic.Int64
+	max  int64
+	mu   sync.Mutex // serializes evictions
 }
 
 // denial is one remembered denial: requests for the same key, with the same
@@ -36,35 +30,22 @@ type denial struct {
 }
 
 func newDenyCache(maxKeys int) *denyCache {
-	c := &denyCache{seed: maphash.MakeSeed(), base: time.Now(), per: max(1, maxKeys/denyShards)}
-	for i := range c.shards {
-		c.shards[i].m = make(map[string]*denial)
-	}
-	return c
-}
-
-func (c *denyCache) shard(key string) *denyShard {
-	return &c.shards[maphash.String(c.seed, key)%denyShards]
+	return &denyCache{base: time.Now(), max: int64(max(1, maxKeys))}
 }
 
 // get returns the remembered denial for the request, with its RetryAfter
 // and ResetAfter counted down, or ok false.
 func (c *denyCache) get(key string, n int64, limits []Limit) (Result, bool) {
-	sh := c.shard(key)
-	now := time.Since(c.base)
-	sh.mu.Lock()
-	d := sh.m[key]
-	if d == nil || n < d.cost || !slices.Equal(d.limits, limits) {
-		sh.mu.Unlock()
+	v, ok := c.m.Load(key)
+	if !ok {
 		return Result{}, false
 	}
-	if now >= d.until {
-		delete(sh.m, key)
-		sh.mu.Unlock()
-		return Result{}, false
+	d := v.(*denial)
+	now := time.Since(c.base)
+	if n < d.cost || now >= d.until || !slices.Equal(d.limits, limits) {
+		return Result{}, false // an expired denial stays until replaced or evicted
 	}
 	r := d.res
-	sh.mu.Unlock()
 	elapsed := r.RetryAfter - (d.until - now)
 	r.RetryAfter -= elapsed
 	r.ResetAfter = max(r.ResetAfter-elapsed, r.RetryAfter)
@@ -77,46 +58,29 @@ func (c *denyCache) put(key string, n int64, limits []Limit, r Result) {
 	if r.Allowed || r.RetryAfter <= 0 {
 		return
 	}
-	sh := c.shard(key)
-	d := &denial{
-		limits: slices.Clone(limits),
-		cost:   n,
-		until:  time.Since(c.base) + r.RetryAfter,
-		res:    r,
+	now := time.Since(c.base)
+	d := &denial{limits: slices.Clone(limits), cost: n, until: now + r.RetryAfter, res: r}
+	if _, loaded := c.m.Swap(key, d); !loaded && c.n.Add(1) > c.max {
+		c.evict(now)
 	}
-	now := d.until - r.RetryAfter
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if _, ok := sh.m[key]; !ok && len(sh.m) >= c.per {
-		// Full: drop the expired among a few entries (map order is
-		// random); if none was, the one of them that expires first.
-		var soonest string
-		i := 0
-		for k, e := range sh.m {
-			if e.until <= now {
-				delete(sh.m, k)
-			} else if soonest == "" || e.until < sh.m[soonest].until {
-				soonest = k
-			}
-			if i++; i == 8 {
-				break
-			}
-		}
-		if len(sh.m) >= c.per && soonest != "" {
-			delete(sh.m, soonest)
-		}
+}
+
+// evict brings the cache back to its bound, looking at a few entries only:
+// the expired among them go first, then others in the map's order.
+func (c *denyCache) evict(now time.Duration) {
+	if !c.mu.TryLock() {
+		return // another goroutine is evicting
 	}
-	sh.m[key] = d
+	defer c.mu.Unlock()
+	seen := 0
+	c.m.Range(func(k, v any) bool {
+		if (v.(*denial).until <= now || c.n.Load() > c.max) && c.m.CompareAndDelete(k, v) {
+			c.n.Add(-1)
+		}
+		seen++
+		return seen < 64
+	})
 }
 
 // len returns the number of entries held.
-func (c *denyCache) len() int {
-	n := 0
-	for i := range c.shards {
-		sh := &c.shards[i]
-		sh.mu.Lock()
-		n += len(sh.m)
-		sh.mu.Unlock()
-	}
-	return n
-}
+func (c *denyCache) len() int { return int(c.n.Load()) }

@@ -182,11 +182,6 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	if err := validate(key, n, limits); err != nil {
 		return Result{}, err
 	}
-	if l.deny != nil {
-		if r, ok := l.deny.get(key, n, limits); ok {
-			return l.count(r), nil
-		}
-	}
 	lease := l.leases != nil && leasable(limits)
 	held := false
 	if lease {
@@ -197,6 +192,11 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 			return l.count(r), nil
 		}
 		lease = !held // a lease is held but dry: ask Redis meanwhile
+	}
+	if l.deny != nil {
+		if r, ok := l.deny.get(key, n, limits); ok {
+			return l.count(r), nil
+		}
 	}
 	nd := l.locate(key)
 	if nd == nil {
