@@ -46,6 +46,28 @@ type leases struct {
 	wg      sync.WaitGroup
 	ctx     context.Context // cancelled by Close: renewals end
 	cancel  context.CancelFunc
+
+	gate   sync.RWMutex // go() holds it shared, close exclusively
+	closed bool         // guarded by gate: no goroutine starts after close
+}
+
+// goDo runs f in a goroutine that close waits for, unless close has begun;
+// then it runs f in the caller's goroutine when sync is set, or not at all.
+func (ls *leases) goDo(sync bool, f func()) {
+	ls.gate.RLock()
+	if ls.closed {
+		ls.gate.RUnlock()
+		if sync {
+			f()
+		}
+		return
+	}
+	ls.wg.Add(1)
+	ls.gate.RUnlock()
+	go func() {
+		defer ls.wg.Done()
+		f()
+	}()
 }
 
 // hotSlot counts the requests of the keys hashing to it in one window.
@@ -226,9 +248,7 @@ func (ls *leases) renew(key string, e *leaseEntry) {
 	if ls.ctx.Err() != nil || !e.renewing.CompareAndSwap(false, true) {
 		return
 	}
-	ls.wg.Add(1)
-	go func() {
-		defer ls.wg.Done()
+	ls.goDo(false, func() {
 		defer e.renewing.Store(false)
 		// The demand since the last batch: what it has spent, per second.
 		now := ls.now()
@@ -268,7 +288,10 @@ func (ls *leases) renew(key string, e *leaseEntry) {
 				ls.giveBack(e.node, key, e.at.Load(), left, e.limits)
 			}
 		}
-	}()
+	})
+	if ls.ctx.Err() != nil {
+		e.renewing.Store(false) // close has begun: no renewal was started
+	}
 }
 
 // expire ends e: its units are given back, in the background.
@@ -277,11 +300,7 @@ func (ls *leases) expire(key string, e *leaseEntry) {
 		ls.count.Add(-1)
 	}
 	if left := e.units.Swap(0); left > 0 {
-		ls.wg.Add(1)
-		go func() {
-			defer ls.wg.Done()
-			ls.giveBack(e.node, key, e.at.Load(), left, e.limits)
-		}()
+		ls.goDo(true, func() { ls.giveBack(e.node, key, e.at.Load(), left, e.limits) })
 	}
 }
 
@@ -308,6 +327,9 @@ func (ls *leases) outstanding() int64 {
 // close stops renewals, gives every lease back and waits for it all.
 func (ls *leases) close() {
 	ls.cancel()
+	ls.gate.Lock()
+	ls.closed = true
+	ls.gate.Unlock()
 	ls.wg.Wait()
 	ls.entries.Range(func(k, v any) bool {
 		e := v.(*leaseEntry)
@@ -317,5 +339,4 @@ func (ls *leases) close() {
 		}
 		return true
 	})
-	ls.wg.Wait()
 }

@@ -226,3 +226,43 @@ func leaseAccuracyRun(t *testing.T, lim0 Limit) string {
 	}
 	return ""
 }
+
+// TestLeaseCloseDuringTraffic: Close while goroutines spend and renew
+// leases: no panic, every call after Close gets ErrClosed, and no goroutine
+// is left (goleak in TestMain).
+func TestLeaseCloseDuringTraffic(t *testing.T) {
+	srv := redistest.Start(t)
+	lim, err := New(Config{Addrs: []string{srv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200_000; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := lim.Allow(ctx, "hot", PerSecond(1_000_000)); err != nil && err != ErrClosed {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	if err := lim.Close(); err != nil {
+		t.Error(err)
+	}
+	close(stop)
+	wg.Wait()
+	if _, err := lim.Allow(ctx, "hot", PerSecond(1_000_000)); err != ErrClosed {
+		t.Errorf("Allow after Close = %v, want ErrClosed", err)
+	}
+}
