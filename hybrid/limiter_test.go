@@ -172,8 +172,10 @@ func TestWaitDeadline(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Wait past the deadline = %v, want DeadlineExceeded", err)
 	}
-	if time.Since(start) > 40*time.Millisecond {
-		t.Errorf("Wait took %v to see the deadline could not be met; want at once", time.Since(start))
+	// It must not sleep toward the minute it would need (generous bound:
+	// the machine may be busy).
+	if el := time.Since(start); el > 5*time.Second {
+		t.Errorf("Wait took %v to see the deadline could not be met; want at once", el)
 	}
 }
 
