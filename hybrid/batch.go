@@ -116,23 +116,33 @@ func (l *Limiter) handOff(nd *node) {
 	next[0].lead <- next
 }
 
-// decideOne is one request in one round trip, bounded by deadline and by
-// parent (whose own end does not count against the node).
-func (l *Limiter) decideOne(parent context.Context, deadline time.Time, nd *node, key string, n int64, limits []Limit) (limit.Decision, int, bool, error) {
-	done, ok := nd.br.Allow()
-	if !ok {
-		return limit.Decision{}, 0, false, nil
+// call makes one round trip to nd through its breaker, bounded by deadline
+// and by parent (whose own end does not count against the node), and counts
+// it. ok is false when the breaker refused: nothing was sent.
+func (l *Limiter) call(parent context.Context, deadline time.Time, nd *node, fn func(context.Context) error) (ok bool, err error) {
+	done, allowed := nd.br.Allow()
+	if !allowed {
+		return false, nil
 	}
 	ctx, cancel := context.WithDeadline(parent, deadline)
-	d, b, err := nd.store.Decide(ctx, key, n, limits...)
+	err = fn(ctx)
 	cancel()
 	done(breaker.Classify(parent, err, isSuccess))
 	nd.calls.Add(1)
 	if err != nil {
 		nd.errs.Add(1)
-		l.cfg.Logger.Debug("hybrid: remote call failed", "node", nd.name, "key_len", len(key), "err", err)
+		l.cfg.Logger.Debug("hybrid: remote call failed", "node", nd.name, "err", err)
 	}
-	return d, b, true, err
+	return true, err
+}
+
+// decideOne is one request in one round trip.
+func (l *Limiter) decideOne(parent context.Context, deadline time.Time, nd *node, key string, n int64, limits []Limit) (d limit.Decision, b int, ok bool, err error) {
+	ok, err = l.call(parent, deadline, nd, func(ctx context.Context) (err error) {
+		d, b, err = nd.store.Decide(ctx, key, n, limits...)
+		return err
+	})
+	return d, b, ok, err
 }
 
 // decideBatch sends a batch in one round trip and wakes its calls.
@@ -163,37 +173,28 @@ func (l *Limiter) decideBatch(nd *node, batch []*call) {
 	if len(send) == 0 {
 		return
 	}
-	done, ok := nd.br.Allow()
-	if !ok {
-		return // every call's ok stays false: the failure mode answers
-	}
 	batch = send
 	reqs := make([]remote.Request, len(batch))
 	deadline := batch[0].deadline
 	for i, c := range batch {
 		reqs[i] = c.req
-		c.ok = true
 		if c.deadline.Before(deadline) {
 			deadline = c.deadline
 		}
 	}
 	out := make([]remote.Result, len(batch))
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	var err error
-	if _, cluster := nd.client.(*redis.ClusterClient); cluster {
-		err = nd.store.DecidePipeline(ctx, reqs, out) // keys of a batch live in many slots
-	} else {
-		err = nd.store.DecideMany(ctx, reqs, out)
+	ok, err := l.call(context.Background(), deadline, nd, func(ctx context.Context) error {
+		if _, cluster := nd.client.(*redis.ClusterClient); cluster {
+			return nd.store.DecidePipeline(ctx, reqs, out) // keys of a batch live in many slots
+		}
+		return nd.store.DecideMany(ctx, reqs, out)
+	})
+	if !ok {
+		return // every call's ok stays false: the failure mode answers
 	}
-	cancel()
-	done(breaker.Classify(context.Background(), err, isSuccess))
-	nd.calls.Add(1)
 	nd.batched.Add(int64(len(batch)))
-	if err != nil {
-		nd.errs.Add(1)
-		l.cfg.Logger.Debug("hybrid: remote batch failed", "node", nd.name, "size", len(batch), "err", err)
-	}
 	for i, c := range batch {
+		c.ok = true
 		c.out = out[i]
 		if err != nil && c.out.Err == nil {
 			c.out.Err = err

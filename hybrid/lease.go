@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hybridlimit/hybridlimit/breaker"
 	"github.com/hybridlimit/hybridlimit/remote"
 )
 
@@ -224,23 +223,14 @@ func (ls *leases) ttl(resetAfter time.Duration, limits []Limit) time.Duration {
 	return ttl
 }
 
-// call takes up to want units through the node's breaker and batch-free
-// path, bounded by Timeout.
+// call takes up to want units in one round trip through the node's
+// breaker, bounded by Timeout.
 func (ls *leases) call(ctx context.Context, nd *node, key string, want int64, limits []Limit) (lease leaseReply, ok bool) {
-	done, allowed := nd.br.Allow()
-	if !allowed {
-		return leaseReply{}, false
-	}
-	cctx, cancel := context.WithTimeout(ctx, ls.l.cfg.Timeout)
-	r, err := nd.store.Lease(cctx, key, want, limits...)
-	cancel()
-	done(breaker.Classify(ctx, err, isSuccess))
-	nd.calls.Add(1)
-	if err != nil {
-		nd.errs.Add(1)
-		return leaseReply{}, false
-	}
-	return r, true
+	ok, err := ls.l.call(ctx, time.Now().Add(ls.l.cfg.Timeout), nd, func(cctx context.Context) (err error) {
+		lease, err = nd.store.Lease(cctx, key, want, limits...)
+		return err
+	})
+	return lease, ok && err == nil
 }
 
 // renew starts a background renewal of e, unless one is in flight.
