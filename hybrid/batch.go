@@ -125,7 +125,9 @@ func (l *Limiter) call(parent context.Context, deadline time.Time, nd *node, fn 
 		return false, nil
 	}
 	ctx, cancel := context.WithDeadline(parent, deadline)
+	start := time.Now()
 	err = fn(ctx)
+	nd.latency.observe(time.Since(start))
 	cancel()
 	done(breaker.Classify(parent, err, isSuccess))
 	nd.calls.Add(1)

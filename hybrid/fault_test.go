@@ -174,6 +174,9 @@ func TestKillNode(t *testing.T) {
 				t.Errorf("%d of %d answers for healthy nodes (or before the kill) not from Redis", notRemote, remoteWanted)
 			}
 			st := c.lim.Stats()
+			if n := st.Nodes[nodeIndex(st, c.srv[1].Addr())]; !n.Degraded || n.Breaker == "closed" {
+				t.Errorf("killed node: breaker %s, degraded %v; want it not closed", n.Breaker, n.Degraded)
+			}
 			t.Logf("kill, %v: %d decisions (%d of %d healthy answers not remote), first %v answer %v after the kill, slowest Allow %v, breaker of node 1: %s (opened %d), stats %v",
 				mode, len(obs), notRemote, remoteWanted, want, firstLocal, maxLat, st.Nodes[nodeIndex(st, c.srv[1].Addr())].Breaker, st.Nodes[nodeIndex(st, c.srv[1].Addr())].Opened, st.Decisions)
 		})

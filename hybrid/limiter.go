@@ -29,7 +29,7 @@ type Limiter struct {
 	deny     *denyCache // nil when disabled
 	leases   *leases    // nil when disabled
 	closed   atomic.Bool
-	bySource [numSources]atomic.Int64
+	counts   counters
 
 	// Removed nodes whose clients the Limiter built, closed after a grace
 	// period or at Close (guarded by mu).
@@ -47,6 +47,7 @@ type node struct {
 	calls   atomic.Int64 // round trips
 	errs    atomic.Int64
 	batched atomic.Int64 // requests decided in round trips of more than one
+	latency histogram    // round-trip times
 	batch   batcher
 
 	retiredClosed atomic.Bool
@@ -246,7 +247,7 @@ func result(d limit.Decision, l Limit, src Source) Result {
 }
 
 func (l *Limiter) count(r Result) Result {
-	l.bySource[r.Source].Add(1)
+	l.counts.add(r.Source, r.Allowed)
 	return r
 }
 

@@ -256,6 +256,19 @@ func TestStats(t *testing.T) {
 	if calls != 30 || st.Decisions[SourceRemote] != 30 || len(st.Nodes) != 3 {
 		t.Errorf("Stats = %+v, want 30 remote calls over 3 nodes", st)
 	}
+	for _, n := range st.Nodes {
+		if n.Degraded || n.Latency.Count != n.Calls || n.Latency.Sum <= 0 || len(n.Latency.Counts) != len(n.Latency.Bounds)+1 {
+			t.Errorf("node %s: degraded %v, latency %+v for %d calls", n.Name, n.Degraded, n.Latency, n.Calls)
+		}
+	}
+	// Denials are counted by Source as well.
+	for i := 0; i < 3; i++ {
+		lim.Allow(ctx, "denied", PerSecond(1))
+	}
+	st = lim.Stats()
+	if st.Denied[SourceRemote]+st.Denied[SourceDenyCache] != 2 || st.Decisions[SourceRemote]+st.Decisions[SourceDenyCache] != 33 {
+		t.Errorf("after 1 allowed and 2 denied: decisions %v, denied %v", st.Decisions, st.Denied)
+	}
 }
 
 func TestAddRemoveNodeErrors(t *testing.T) {

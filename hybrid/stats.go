@@ -1,10 +1,13 @@
 package hybrid
 
+import "github.com/hybridlimit/hybridlimit/breaker"
+
 // Stats is a snapshot of a Limiter's counters.
 type Stats struct {
 	// Decisions counts the requests answered, by Source (errors for bad
-	// input are not counted).
+	// input are not counted); Denied counts those of them that were denied.
 	Decisions map[Source]int64
+	Denied    map[Source]int64
 	// Nodes has one entry per node in the ring, in name order.
 	Nodes []NodeStats
 	// DenyCacheKeys is the number of keys the denial cache holds.
@@ -27,13 +30,21 @@ type NodeStats struct {
 	Breaker string
 	// Opened counts the times the breaker opened.
 	Opened int64
+	// Degraded is true while the breaker is not closed: the node's keys are
+	// answered by the failure mode (all of them while it is open, all but
+	// the probes while it is half-open).
+	Degraded bool
+	// Latency is the histogram of the node's round-trip times.
+	Latency Latency
 }
 
 // Stats returns a snapshot of the counters.
 func (l *Limiter) Stats() Stats {
-	s := Stats{Decisions: make(map[Source]int64, numSources)}
-	for i := range l.bySource {
-		s.Decisions[Source(i)] = l.bySource[i].Load()
+	s := Stats{Decisions: make(map[Source]int64, numSources), Denied: make(map[Source]int64, numSources)}
+	allowed, denied := l.counts.load()
+	for i := range numSources {
+		s.Decisions[i] = allowed[i] + denied[i]
+		s.Denied[i] = denied[i]
 	}
 	if l.deny != nil {
 		s.DenyCacheKeys = l.deny.len()
@@ -49,13 +60,16 @@ func (l *Limiter) Stats() Stats {
 			continue
 		}
 		bs := nd.br.Stats()
+		state := nd.br.State()
 		s.Nodes = append(s.Nodes, NodeStats{
-			Name:    name,
-			Calls:   nd.calls.Load(),
-			Errors:  nd.errs.Load(),
-			Batched: nd.batched.Load(),
-			Breaker: nd.br.State().String(),
-			Opened:  int64(bs.ToOpen),
+			Name:     name,
+			Calls:    nd.calls.Load(),
+			Errors:   nd.errs.Load(),
+			Batched:  nd.batched.Load(),
+			Breaker:  state.String(),
+			Opened:   int64(bs.ToOpen),
+			Degraded: state != breaker.Closed,
+			Latency:  nd.latency.snapshot(),
 		})
 	}
 	return s

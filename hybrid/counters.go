@@ -1,0 +1,86 @@
+package hybrid
+
+import (
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+)
+
+// counterStripes spreads the decision counters over cache lines: with one
+// counter per Source, every goroutine answering from a lease would write the
+// same line, and that line, not the lease, would set the pace.
+const counterStripes = 16
+
+// counters counts decisions by Source and outcome.
+type counters struct {
+	stripes [counterStripes]struct {
+		n [numSources][2]atomic.Int64 // [source][0 denied, 1 allowed]
+		_ [64]byte
+	}
+}
+
+func (c *counters) add(src Source, allowed bool) {
+	o := 0
+	if allowed {
+		o = 1
+	}
+	c.stripes[rand.Uint32()%counterStripes].n[src][o].Add(1)
+}
+
+// load returns the totals: allowed and denied by Source.
+func (c *counters) load() (allowed, denied [numSources]int64) {
+	for i := range c.stripes {
+		for s := range numSources {
+			denied[s] += c.stripes[i].n[s][0].Load()
+			allowed[s] += c.stripes[i].n[s][1].Load()
+		}
+	}
+	return allowed, denied
+}
+
+// latencyBounds are the upper bounds of the round-trip histogram's buckets;
+// a last bucket counts what is slower than all of them.
+var latencyBounds = [...]time.Duration{
+	100 * time.Microsecond, 250 * time.Microsecond, 500 * time.Microsecond,
+	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond,
+	10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 250 * time.Millisecond, time.Second,
+}
+
+// histogram counts round-trip times in fixed buckets, lock-free.
+type histogram struct {
+	counts [len(latencyBounds) + 1]atomic.Int64
+	sum    atomic.Int64 // nanoseconds
+}
+
+func (h *histogram) observe(d time.Duration) {
+	i := 0
+	for i < len(latencyBounds) && d > latencyBounds[i] {
+		i++
+	}
+	h.counts[i].Add(1)
+	h.sum.Add(int64(d))
+}
+
+// Latency is a histogram of round-trip times to one node.
+type Latency struct {
+	// Bounds are the buckets' upper bounds (inclusive), ascending.
+	Bounds []time.Duration
+	// Counts has one more entry than Bounds: Counts[i] is the number of
+	// round trips that took at most Bounds[i] and more than Bounds[i-1];
+	// the last entry counts those slower than every bound. Not cumulative.
+	Counts []int64
+	// Count is the sum of Counts; Sum the total time of those round trips.
+	Count int64
+	Sum   time.Duration
+}
+
+func (h *histogram) snapshot() Latency {
+	l := Latency{Bounds: latencyBounds[:], Counts: make([]int64, len(h.counts))}
+	for i := range h.counts {
+		l.Counts[i] = h.counts[i].Load()
+		l.Count += l.Counts[i]
+	}
+	l.Sum = time.Duration(h.sum.Load())
+	return l
+}
