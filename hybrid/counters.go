@@ -2,6 +2,7 @@ package hybrid
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"sync/atomic"
 	"time"
 )
@@ -24,7 +25,18 @@ func (c *counters) add(src Source, allowed bool) {
 	if allowed {
 		o = 1
 	}
-	c.stripes[rand.Uint32()%counterStripes].n[src][o].Add(1)
+	x := rand.Uint32()
+	c.stripes[x%counterStripes].n[src][o].Add(1)
+	if x>>24 == 0 && (src == SourceLease || src == SourceDenyCache) {
+		// One answer in 256 from memory yields the processor. A caller
+		// that loops on Allow without ever blocking (a spinning client,
+		// a CPU-bound handler) otherwise runs for a whole 10 ms time
+		// slice at a time, and a goroutine whose Redis reply has arrived
+		// waits behind all such callers, past its Timeout: the node
+		// would be judged down and its keys answered by the failure mode
+		// because our own process was busy.
+		runtime.Gosched()
+	}
 }
 
 // load returns the totals: allowed and denied by Source.

@@ -3,8 +3,12 @@ package hybrid
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hybridlimit/hybridlimit/internal/redistest"
 )
 
 func nodeCalls(l *Limiter) int64 {
@@ -123,5 +127,55 @@ func TestDenyCacheHitAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("a cached denial allocates %v times, want 0", allocs)
+	}
+}
+
+// TestSpinningCallersDoNotStarveRedis is the regression test for callers
+// that loop on Allow without blocking (here 64 goroutines over 4 instances
+// on one over-limit key): their answers from the denial cache kept both
+// processors busy for whole time slices, the goroutine whose Redis reply
+// had arrived waited past its Timeout, the breaker opened and every
+// instance's fallback admitted a full limit of its own (4.6× the limit).
+func TestSpinningCallersDoNotStarveRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	var lims []*Limiter
+	for i := 0; i < 4; i++ {
+		lim, err := New(Config{Addrs: []string{srv.Addr()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lim.Close()
+		lims = append(lims, lim)
+	}
+	l := PerSecond(10)
+	const run = 2 * time.Second
+	var admitted atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := 0; g < 64; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lim := lims[g%len(lims)]
+			for i := 0; i < 50_000_000 && time.Since(start) < run; i++ {
+				if r, _ := lim.Allow(context.Background(), "abuser", l); r.Allowed {
+					admitted.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	ideal := float64(l.Rate) + float64(l.Rate)*time.Since(start).Seconds()
+	var opened, fallback int64
+	for _, lim := range lims {
+		st := lim.Stats()
+		opened += st.Nodes[0].Opened
+		fallback += st.Decisions[SourceFallback]
+	}
+	t.Logf("admitted %d, ideal %.0f; breaker opened %d times; %d fallback answers", admitted.Load(), ideal, opened, fallback)
+	// A busy CI machine may time out a call or two, and each is answered by
+	// the fallback; a starved process answers whole seconds by it.
+	if float64(admitted.Load()) > 1.5*ideal {
+		t.Errorf("admitted %d, want at most 1.5 × ideal %.0f", admitted.Load(), ideal)
 	}
 }
