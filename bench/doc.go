@@ -1,11 +1,17 @@
-// Command bench measures hybridlimit beside go-redis/redis_rate, the
-// per-request Redis design, on the same embedded Redis nodes in the same
-// run:
+// Command bench shows what hybridlimit does better than the per-request
+// Redis design, go-redis/redis_rate, on the same Redis nodes in the same
+// run, helps choose a lease size, and shows what happens while a node is
+// killed, paused or restarted:
 //
-//	go run ./bench [-duration 3s] [-instances 4] [-concurrency 64] [-workload all] [-json] [-q]
+//	go run ./bench                      # the comparison table, about 30 s
+//	go run ./bench -sweep lease         # lease tuning: table and lease-sweep.svg
+//	go run ./bench -fault kill          # fault timeline: table and fault-timeline.svg
 //
-// It starts three Redis nodes on 127.0.0.1 — real redis-server processes
-// (internal/redistest.Launch) when redis-server is installed, in-process
+// # Nodes
+//
+// By default bench starts three Redis nodes on 127.0.0.1 — real
+// redis-server processes on free ports (internal/redistest.Launch) when
+// redis-server is on PATH (or named by REDIS_SERVER_BIN), in-process
 // miniredis servers otherwise — and says which on the first line of its
 // output, for example
 //
@@ -14,85 +20,251 @@
 //
 // Setting the environment variable HYBRIDLIMIT_BENCH_MINIREDIS=1 forces
 // miniredis even when redis-server is installed (the tests do). Figures
-// measured on miniredis say little about Redis. Every node is stopped
-// before bench exits, also on SIGINT or SIGTERM, which end the run early
-// (results measured so far are printed; the interrupted one is not).
+// measured on miniredis say little about Redis. Embedded nodes are
+// emptied with FLUSHALL before each run, and every one is stopped before
+// bench exits, also on SIGINT (Ctrl-C) or SIGTERM, which end the run early:
+// the results measured so far are printed, the interrupted one is not, and
+// the exit status is 1.
+//
+// -nodes uses existing nodes instead and starts none: a comma-separated
+// list of redis:// or rediss:// (TLS) URLs as redis.ParseURL reads them,
+// with user, password, database and query options such as
+// ?skip_verify=true, for example
+//
+//	go run ./bench -nodes 'redis://:secret@10.0.0.1:6379,rediss://user:pw@10.0.0.2:6380/2'
+//
+// Each node must answer PING. Every key bench writes there starts with
+// "hlb:{hlbench:<run id>:" (hybridlimit's) or "rate:hlbench:<run id>:"
+// (redis_rate's), where the run id is random per process; bench deletes
+// exactly those keys (SCAN and UNLINK) before each run and before it
+// exits, and never runs FLUSHALL or touches another key on a node it did
+// not start. On a shared node, other traffic shares the figures.
 //
 // # Workloads
 //
 // The workloads are those of hybrid/bench_test.go:
 //
-//	hot        one key within its limit, PerSecond(1e9)
-//	overlimit  one key far over its limit, PerSecond(10)
-//	zipf       Zipf s=1.1 over 1,000,000 keys, PerSecond(1000) per key
-//	uniform    100,000 keys picked uniformly, PerMinute(1e6) per key
+//	hot        one key within its limit; default limit 1000000000/s
+//	overlimit  one key far over its limit; default limit 10/s
+//	zipf       Zipf (s = -zipf, 1.1) over -keys keys (1,000,000); default limit 1000/s per key
+//	uniform    -keys keys (100,000) picked uniformly; default limit 1000000/m per key
 //
-// -workload picks one of them; the default, all, runs the four in this
-// order.
+// -limit replaces the limit of every workload at once. In -sweep lease the
+// hot key's default limit is 1000000/s instead, below what the load asks
+// of it, so that lease size matters and accuracy can be read; in -fault
+// the hot keys keep 1000000000/s and the zipf keys 1000/s.
 //
 // # Systems
 //
 // Each workload runs against two systems, one after the other, for
-// -duration each (default 3s; with every run also capped at 2^25
-// decisions), with -concurrency goroutines in total (default 64):
+// -duration each, with -concurrency goroutines in total:
 //
-//   - hybridlimit: -instances hybrid.Limiters (default 4) built with
-//     hybrid.Config{Addrs: nodes} and default settings, as that many
-//     service instances would; requests go to them round-robin.
+//   - hybridlimit: -instances hybrid.Limiters over the same nodes
+//     (Config.Nodes, each instance with clients of its own built by
+//     remote.NewClient, Prefix "hlb:", Lease.MaxFraction from
+//     -lease-fraction, every other setting its default), as that many
+//     service instances would be; requests go to them round-robin.
 //   - redis_rate: one redis_rate.Limiter per node client, every decision
 //     one script call. Keys go to nodes by hash/maphash of the key modulo
-//     3, not by hybrid's consistent-hash ring: the node of a given key may
-//     differ, but the load per node is the same for the same key mix.
+//     the node count, not by hybrid's consistent-hash ring: the node of a
+//     given key may differ, but the load per node is the same for the
+//     same key mix. redis_rate has one algorithm, GCRA (a token bucket):
+//     it runs with the limit's rate, period and capacity whatever
+//     -algorithm says.
 //
-// The nodes are flushed (FLUSHALL) before each run and the systems are
-// built afresh, so every bucket starts full and no local cache is warm.
+// The systems are built afresh for each run on emptied nodes, so every
+// bucket starts full and no local cache is warm. A run ends after
+// -duration, or when its goroutines have made 2^30 decisions.
 //
 // # Figures
 //
 //   - decisions/s: decisions made by all goroutines over the run's wall
 //     time, failed ones included.
-//   - p50, p99: latency of one decision, from a sample of every 8th call.
+//   - p50, p99: latency of one decision, from every 8th call, read from a
+//     log-linear histogram (within about 9%).
 //   - redis calls/decision: round trips to Redis per decision. For
 //     hybridlimit, the sum over instances of the change in
 //     Stats().Nodes[].Calls; for redis_rate 1 (one script call each).
-//   - admitted/ideal: decisions admitted, as a percentage of what one
-//     exact limiter would have admitted: the sum over keys of min(requests
-//     for the key, burst + rate × elapsed). Above 100% means the limit was
-//     overrun; below, requests were refused that an exact limiter would
-//     have admitted.
-//   - sources: what decided, as shares of decisions: for hybridlimit the
-//     change in Stats().Decisions by Source ("remote 93% deny-cache 7%"),
-//     for redis_rate always "remote 100%".
+//   - admitted/ideal: decisions admitted, as a percentage of the most an
+//     exact limiter could have admitted: the sum over keys of
+//     min(requests for the key, its capacity over the run), where the
+//     capacity over a run of T seconds starting with no use is, for a
+//     limit of rate R per period P with capacity C: C + R·T/P for
+//     token-bucket and leaky-bucket (and redis_rate), R + R·T/P for
+//     sliding-window-counter, R × the windows of Unix time the run touches
+//     for fixed-window, R × (⌊T/P⌋ + 1) for sliding-window-log. Above 100%
+//     the limit was overrun; below, requests were refused that an exact
+//     limiter could have admitted.
+//   - sources: what decided, as shares of decisions (Result.Source:
+//     "remote 93% deny-cache 7%"); for redis_rate always "remote 100%".
 //
 // Failed decisions (Redis errors for redis_rate; hybridlimit answers those
 // by its failure mode, so only bad input would fail) are counted as not
-// admitted, and a line on stderr says how many failed and why.
+// admitted, and a line on stderr says how many failed and why. hybrid's
+// own log (warnings: a node not ready, a breaker opening) goes to stderr.
+//
+// # Lease tuning: -sweep lease
+//
+// Runs the hot and zipf workloads (or the one -workload names) once
+// against redis_rate, as the baseline, and once against hybridlimit for
+// each Lease.MaxFraction of off (leases disabled), 0.001, 0.0025, 0.005,
+// 0.01 (hybrid's default), 0.02 and 0.05, for -duration each (default 2s
+// here, so about 32 s for the two workloads). While a run goes, the sum
+// of Stats().LeaseUnits over the instances is sampled every 20 ms: the
+// units outstanding in leases, the most the limit can be overrun by at
+// that moment. The table adds the columns lease (the fraction, as a
+// percentage of the limit), lease units max, and bound: the largest
+// sample as a percentage of ideal. The chart lease-sweep.svg, in -out,
+// has two panels against lease size: decisions/s (log scale), hybridlimit
+// solid, redis_rate dashed; and admitted/ideal (%), hybridlimit solid,
+// "bound" dashed (100% + bound: where admitted/ideal could at most be).
+// -lease-fraction cannot be given with -sweep.
+//
+// # Fault timeline: -fault kill|pause|restart
+//
+// Embedded nodes only: with -nodes it is a usage error. Half the
+// goroutines send requests for 6 hot keys (within their limit, served
+// from leases), the other half for Zipf keys, through -instances
+// Limiters, for -duration in all (default 12s here). One request per hot
+// key, before the load starts, finds which node owns which (the node
+// whose Stats().Nodes[].Calls moved); the node owning the most hot keys is
+// the victim. At a third of -duration
+// bench
+//
+//   - kill: kills it (SIGKILL; miniredis: Close); it stays down;
+//   - pause: freezes it with SIGSTOP and resumes it with SIGCONT at two
+//     thirds; the kernel still accepts connections, requests hang until
+//     hybrid's Timeout. miniredis cannot be frozen: pause closes it and
+//     resume starts it again on the same address with its data, so
+//     connections are refused rather than hanging;
+//   - restart: kills it and starts a fresh, empty redis-server on the
+//     same port (miniredis: Close, Restart, FLUSHALL and SCRIPT FLUSH),
+//     as a failover to an empty replica would.
+//
+// It prints a row per -interval (default 1s): decisions/s, then by
+// Source, errors returned to callers (always 0 for hybridlimit, which
+// answers Redis failures in process; any non-nil error counts), p99,
+// how many instances had the victim's breaker open or half-open, and what
+// happened in the row. A summary follows: the fault, the errors, how long
+// until every instance's breaker was open, and how long after the node
+// came back until every breaker was closed again. The chart
+// fault-timeline.svg, in -out, has decisions/s by Source over time (log
+// scale, 0 drawn at 1; "all" dashed) with the fault and the node's return
+// marked, and p99 over time below. go-redis's own log of refused dials is
+// turned off during the run.
+//
+// # Flags
+//
+//	-nodes URLs           existing nodes instead of embedded ones (see Nodes)
+//	-instances N          hybrid.Limiter instances (default 4)
+//	-concurrency N        goroutines sending requests, in total (default 64)
+//	-duration D           per workload and system (default 3s); per point with -sweep
+//	                      (default 2s); the whole timeline with -fault (default 12s)
+//	-workload W           hot, overlimit, zipf, uniform or all (default all;
+//	                      with -sweep hot and zipf); not with -fault
+//	-keys N               key-space size of zipf and uniform, in [2, 10000000]
+//	                      (default 1000000 for zipf, 100000 for uniform)
+//	-zipf S               exponent of the Zipf distribution, > 1 (default 1.1)
+//	-limit R/P            the per-key limit of every workload: 10000/s, 1000/m,
+//	                      100/h, 50/250ms (default per workload, see Workloads)
+//	-algorithm A          token-bucket (default), leaky-bucket, fixed-window,
+//	                      sliding-window-log (rate at most 10000: give -limit),
+//	                      sliding-window-counter
+//	-lease-fraction F     hybrid Lease.MaxFraction in [0, 1]; 0 turns leases off
+//	                      (default 0.01); leaky-bucket limits are never leased
+//	-sweep lease          lease tuning (see above)
+//	-fault K              kill, pause or restart (see above)
+//	-interval D           with -fault, the width of a timeline row (default 1s,
+//	                      at least 10ms, at most 300 rows)
+//	-out DIR              where lease-sweep.svg and fault-timeline.svg go
+//	                      (default the current directory; created if missing)
+//	-json                 JSON lines on stdout instead of tables (see Output)
+//	-q                    no progress bar
+//
+// While it runs, bench draws a progress bar on stderr when stderr is a
+// terminal, unless -q is given.
 //
 // # Output
 //
-// By default the nodes line, a line with the settings and a blank line
-// are followed by one aligned table, a row per workload and system. With
-// -json, stdout holds only one JSON object per line, one per workload and
-// system, and the nodes line goes to stderr. Each object has these fields:
+// By default the nodes line, a line with the settings, a line with the
+// limits and a blank line are followed by one aligned table (and, for
+// -sweep and -fault, "wrote <path>" after it). With -json, stdout holds
+// only JSON objects, one per line, and the nodes line and "wrote <path>"
+// go to stderr. Every object has a "type": "result", "second" or "fault".
 //
+// A "result" object is one workload against one system (default mode and
+// -sweep), with these fields:
+//
+//	type                      string   "result"
+//	mode                      string   "compare" (default) or "sweep"
 //	workload                  string   "hot", "overlimit", "zipf" or "uniform"
 //	system                    string   "hybridlimit" or "redis_rate"
-//	nodes                     string   "redis-server 7.0.15" or "miniredis"
+//	nodes                     string   "redis-server 7.0.15", "miniredis", ...
+//	algorithm                 string   -algorithm's name; "gcra" for redis_rate
+//	limit                     string   the per-key limit, as -limit takes it: "1000/s"
+//	keys                      integer  key-space size
+//	instances                 integer  hybrid.Limiter instances; 1 for redis_rate
+//	concurrency               integer  goroutines
+//	lease_fraction            number   Lease.MaxFraction; 0: leases off, and for redis_rate
 //	decisions                 integer  decisions made in the run
 //	seconds                   number   wall time of the run
 //	decisions_per_sec         number   decisions / seconds
 //	p50_us, p99_us            number   latency percentiles, in microseconds
 //	redis_calls_per_decision  number   round trips to Redis per decision
 //	admitted                  integer  decisions that admitted the request
-//	ideal                     number   what an exact limiter would admit
+//	ideal                     number   the most an exact limiter could admit
 //	admitted_pct_of_ideal     number   100 × admitted / ideal
+//	lease_units_max           integer  largest sample of units outstanding in
+//	                                   leases (sum over instances); 0 without leases
+//	lease_units_mean          number   mean of those samples
+//	lease_bound_pct           number   100 × lease_units_max / ideal: the
+//	                                   over-admission bound, % of ideal
 //	sources                   object   decisions by source name ("remote",
 //	                                   "lease", "deny-cache", "fallback",
 //	                                   "fail-open", "fail-closed"); zero
 //	                                   counts are left out
 //	errors                    integer  decisions that returned an error
 //
-// -q is accepted and changes nothing: bench prints no progress output.
+// With -fault, one "second" object per timeline row, then one "fault"
+// object. A "second" object:
+//
+//	type                string           "second"
+//	fault               string           "kill", "pause" or "restart"
+//	t_s                 number           start of the row, seconds since the load began
+//	interval_s          number           width of a row (-interval), in seconds
+//	decisions           integer          decisions made in the row
+//	decisions_per_sec   number           decisions / the row's width (the last row
+//	                                     may be cut short by the end of the run)
+//	sources             object           decisions in the row by source name
+//	errors              integer          decisions in the row that returned an error
+//	p99_us              number           p99 latency in the row, microseconds
+//	degraded_instances  integer          most instances seen in the row with the
+//	                                     victim's breaker open or half-open
+//	events              array of string  what the injector did in the row, for
+//	                                     example "kill 127.0.0.1:40001"; may be empty
+//
+// The "fault" object:
+//
+//	type                string           "fault"
+//	fault               string           "kill", "pause" or "restart"
+//	node                string           the victim's address
+//	nodes               string           "redis-server 7.0.15" or "miniredis"
+//	hot_keys            array of string  the hot keys the victim owns ("hot:3")
+//	instances           integer          hybrid.Limiter instances
+//	concurrency         integer          goroutines
+//	seconds             number           wall time of the run
+//	fault_at_s          number           when the fault was injected
+//	back_at_s           number or null   when the node answered again (resumed,
+//	                                     or the new process up); null for kill
+//	degraded_after_ms   number or null   from the fault until every instance had
+//	                                     the breaker open or half-open (sampled
+//	                                     every 20 ms); null if that never happened
+//	recovered_after_ms  number or null   from back_at_s until no instance had it
+//	                                     open any more, for the rest of the run;
+//	                                     null for kill or if not within the run
+//	decisions           integer          decisions made in the run
+//	errors              integer          decisions that returned an error: 0
+//	sources             object           decisions by source name
 //
 // # Exit status
 //

@@ -6,17 +6,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"runtime"
-	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
-
-// errUsage marks a bad command line: main exits with status 2 for it.
-var errUsage = errors.New("bench: usage")
 
 // miniredisEnv forces in-process miniredis nodes when set to a true value.
 const miniredisEnv = "HYBRIDLIMIT_BENCH_MINIREDIS"
@@ -44,63 +42,13 @@ func exitCode(err error) int {
 	}
 }
 
-// settings are the parsed flags.
-type settings struct {
-	duration    time.Duration
-	instances   int
-	concurrency int
-	workloads   []string
-	json        bool
-}
-
-// parse reads the command line. Errors wrap errUsage.
-func parse(args []string, stderr io.Writer) (settings, error) {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var s settings
-	names := workloadNames()
-	fs.DurationVar(&s.duration, "duration", 3*time.Second, "how long each workload runs against each system")
-	fs.IntVar(&s.instances, "instances", 4, "hybrid.Limiter instances over the same nodes, the load spread over them")
-	fs.IntVar(&s.concurrency, "concurrency", 64, "goroutines sending requests, in total")
-	workload := fs.String("workload", "all", "workload to run: "+strings.Join(names, ", ")+" or all")
-	fs.BoolVar(&s.json, "json", false, "print one JSON object per result instead of a table")
-	fs.Bool("q", false, "quiet (accepted; no progress output is printed anyway)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: go run ./bench [flags]")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return s, err
-		}
-		return s, fmt.Errorf("%w: %w", errUsage, err)
-	}
-	switch {
-	case fs.NArg() > 0:
-		return s, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	case s.duration <= 0:
-		return s, fmt.Errorf("%w: -duration %v: must be positive", errUsage, s.duration)
-	case s.instances < 1:
-		return s, fmt.Errorf("%w: -instances %d: must be at least 1", errUsage, s.instances)
-	case s.concurrency < 1:
-		return s, fmt.Errorf("%w: -concurrency %d: must be at least 1", errUsage, s.concurrency)
-	}
-	switch {
-	case *workload == "all":
-		s.workloads = names
-	case slices.Contains(names, *workload):
-		s.workloads = []string{*workload}
-	default:
-		return s, fmt.Errorf("%w: -workload %q: want one of %s or all", errUsage, *workload, strings.Join(names, ", "))
-	}
-	return s, nil
-}
-
-// run is the whole program: it parses args, starts the nodes, runs every
-// selected workload against every system and writes the report to stdout.
-// It stops every node and client it started before returning, also when
-// ctx is cancelled (then it reports the results it has and returns
-// ctx.Err()). Errors from a bad command line wrap errUsage.
+// run is the whole program: it parses args, starts the nodes (or connects
+// to those of -nodes), runs the mode the flags select and writes the
+// report to stdout and the charts to -out. It stops every node it started
+// and deletes what it wrote on nodes it did not start before returning,
+// also when ctx is cancelled (then it reports the results it has and
+// returns an error wrapping ctx.Err()). Errors from a bad command line
+// wrap errUsage. No goroutine it started outlives it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	s, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -109,36 +57,65 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
+	if s.mode != modeCompare {
+		if err := os.MkdirAll(s.out, 0o755); err != nil {
+			return fmt.Errorf("bench: -out: %w", err)
+		}
+	}
 
-	cl, err := startCluster(ctx, forceMiniredis())
+	var cl *cluster
+	if s.nodes != nil {
+		cl, err = connectCluster(ctx, s.nodes)
+	} else {
+		cl, err = startCluster(ctx, forceMiniredis())
+	}
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, cl.close()) }()
+	defer func() { err = errors.Join(err, cl.close(ctx)) }()
 
-	rep := newReport(stdout, s.json)
-	if !s.json {
-		fmt.Fprintln(stdout, cl.describe())
-		fmt.Fprintf(stdout, "run: %v per workload and system, %d instances, %d goroutines, GOMAXPROCS %d\n\n",
-			s.duration, s.instances, s.concurrency, runtime.GOMAXPROCS(0))
+	e := &env{s: s, cl: cl, stderr: stderr}
+	if s.mode == modeFault {
+		// Node failures and breaker changes are what a fault run causes;
+		// the timeline shows them.
+		e.log = slog.New(slog.DiscardHandler)
 	} else {
-		fmt.Fprintln(stderr, cl.describe())
+		e.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	defer func() { err = errors.Join(err, rep.flush()) }()
+	if s.json {
+		fmt.Fprintln(stderr, cl.describe())
+	} else {
+		fmt.Fprintln(stdout, cl.describe())
+		fmt.Fprintln(stdout, describeRun(s))
+		fmt.Fprintln(stdout)
+	}
 
+	switch s.mode {
+	case modeSweep:
+		return runSweep(ctx, e, stdout)
+	case modeFault:
+		return runFault(ctx, e, stdout)
+	default:
+		return runCompare(ctx, e, stdout)
+	}
+}
+
+// runCompare runs every selected workload against hybridlimit and
+// redis_rate and prints one table.
+func runCompare(ctx context.Context, e *env, stdout io.Writer) (err error) {
+	s := e.s
+	e.prog = newProgress(e.stderr, s.quiet, time.Duration(len(s.workloads)*len(systemNames))*s.duration)
+	rep := newReport(stdout, s.json, false)
+	defer func() {
+		e.prog.finish()
+		err = errors.Join(err, rep.flush())
+	}()
 	for _, name := range s.workloads {
-		w := newWorkload(name)
+		w := newWorkload(name, s)
 		for _, sys := range systemNames {
-			if ctx.Err() != nil {
-				return fmt.Errorf("bench: interrupted: %w", ctx.Err())
-			}
-			res, err := measure(ctx, cl, w, sys, s, stderr)
+			res, err := measureOne(ctx, e, w, sys, s.leaseFraction)
 			if err != nil {
-				return fmt.Errorf("bench: %s/%s: %w", name, sys, err)
-			}
-			if ctx.Err() != nil {
-				// A run cut short measures the interruption, not the system.
-				return fmt.Errorf("bench: interrupted: %w", ctx.Err())
+				return err
 			}
 			if err := rep.add(res); err != nil {
 				return err
@@ -146,6 +123,64 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 	}
 	return nil
+}
+
+// measureOne runs measure and turns an interruption into an error: a run
+// cut short measures the interruption, not the system.
+func measureOne(ctx context.Context, e *env, w workload, sys string, fraction float64) (result, error) {
+	if ctx.Err() != nil {
+		return result{}, fmt.Errorf("bench: interrupted: %w", ctx.Err())
+	}
+	what := w.name + "/" + sys
+	if e.s.mode == modeSweep && sys == sysHybrid {
+		what += " lease " + leaseLabel(fraction)
+	}
+	e.prog.describe(what)
+	res, err := measure(ctx, e, w, sys, fraction)
+	if err != nil {
+		return res, fmt.Errorf("bench: %s: %w", what, err)
+	}
+	if ctx.Err() != nil {
+		return res, fmt.Errorf("bench: interrupted: %w", ctx.Err())
+	}
+	return res, nil
+}
+
+// describeRun is the second line of the report: the settings of the run.
+func describeRun(s settings) string {
+	var b strings.Builder
+	switch s.mode {
+	case modeSweep:
+		fmt.Fprintf(&b, "run: -sweep lease, %v per point", s.duration)
+	case modeFault:
+		fmt.Fprintf(&b, "run: -fault %s, %v in all, rows of %v", s.fault, s.duration, s.interval)
+	default:
+		fmt.Fprintf(&b, "run: %v per workload and system", s.duration)
+	}
+	fmt.Fprintf(&b, ", %d instances, %d goroutines, GOMAXPROCS %d, %s", s.instances, s.concurrency, runtime.GOMAXPROCS(0), algorithmName(s.algorithm))
+	if s.mode != modeSweep {
+		if s.leaseFraction == 0 {
+			b.WriteString(", leases off")
+		} else {
+			fmt.Fprintf(&b, ", leases up to %s of the limit", leaseLabel(s.leaseFraction))
+		}
+	}
+	b.WriteString("\nlimits:")
+	for i, name := range s.limitNames() {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, " %s %s", name, formatLimit(s.workloadLimit(name)))
+		switch n := s.keyCount(name); {
+		case name == "zipf":
+			fmt.Fprintf(&b, " per key (%s keys, s=%s)", strconv.Itoa(n), strconv.FormatFloat(s.zipfS, 'f', -1, 64))
+		case n > 1:
+			fmt.Fprintf(&b, " per key (%d keys)", n)
+		case s.mode == modeFault:
+			fmt.Fprintf(&b, " per key (%d keys)", len(hotKeys()))
+		}
+	}
+	return b.String()
 }
 
 // forceMiniredis reports whether HYBRIDLIMIT_BENCH_MINIREDIS asks for

@@ -5,22 +5,50 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
-	"slices"
 	"sync"
 	"time"
+
+	"github.com/hybridlimit/hybridlimit/hybrid"
 )
 
-// maxDecisions bounds the decisions of one run whatever -duration says,
-// so that the latency samples (one in 8) stay under about 32 MB.
-const maxDecisions = 1 << 25
+// maxDecisions bounds the decisions of one run whatever -duration says:
+// a run ends at -duration or when every goroutine has made its share of
+// maxDecisions, whichever comes first.
+const maxDecisions = 1 << 30
 
-// result is one line of the report: one workload against one system.
-// Its JSON form is documented in doc.go.
+// sampleEvery is how often a run samples the lease units outstanding and
+// moves the progress bar.
+const sampleEvery = 20 * time.Millisecond
+
+// numSources is the number of hybrid Sources, SourceRemote to
+// SourceFailClosed.
+const numSources = int(hybrid.SourceFailClosed) + 1
+
+// env is what every run of one invocation shares.
+type env struct {
+	s      settings
+	cl     *cluster
+	stderr io.Writer
+	log    *slog.Logger // hybrid's log
+	prog   *progress
+}
+
+// result is one line of the report: one workload against one system. Its
+// JSON form is documented in doc.go.
 type result struct {
+	Type                  string           `json:"type"`
+	Mode                  string           `json:"mode"`
 	Workload              string           `json:"workload"`
 	System                string           `json:"system"`
 	Nodes                 string           `json:"nodes"`
+	Algorithm             string           `json:"algorithm"`
+	Limit                 string           `json:"limit"`
+	Keys                  int              `json:"keys"`
+	Instances             int              `json:"instances"`
+	Concurrency           int              `json:"concurrency"`
+	LeaseFraction         float64          `json:"lease_fraction"`
 	Decisions             int64            `json:"decisions"`
 	Seconds               float64          `json:"seconds"`
 	DecisionsPerSec       float64          `json:"decisions_per_sec"`
@@ -30,6 +58,9 @@ type result struct {
 	Admitted              int64            `json:"admitted"`
 	Ideal                 float64          `json:"ideal"`
 	AdmittedPctOfIdeal    float64          `json:"admitted_pct_of_ideal"`
+	LeaseUnitsMax         int64            `json:"lease_units_max"`
+	LeaseUnitsMean        float64          `json:"lease_units_mean"`
+	LeaseBoundPct         float64          `json:"lease_bound_pct"`
 	Sources               map[string]int64 `json:"sources"`
 	Errors                int64            `json:"errors"`
 }
@@ -38,30 +69,42 @@ type result struct {
 type tally struct {
 	decisions, admitted, errors int64
 	firstErr                    error
+	sources                     [numSources]int64
 	perKey                      map[int]int64 // requests per key index
-	latency                     []time.Duration
+	oneKey                      int64         // requests, when the key space is one key
+	latency                     hist
 }
 
-// measure runs w against the named system for s.duration with
-// s.concurrency goroutines, on freshly flushed nodes, and closes the
-// system before returning.
-func measure(ctx context.Context, cl *cluster, w workload, name string, s settings, stderr io.Writer) (res result, err error) {
-	if err := cl.flush(ctx); err != nil {
+// measure runs w against one system (sysHybrid with Lease.MaxFraction
+// fraction, or sysRedisRate) for -duration with -concurrency goroutines,
+// on freshly flushed nodes, and closes the system before returning.
+func measure(ctx context.Context, e *env, w workload, sysName string, fraction float64) (res result, err error) {
+	s := e.s
+	if err := e.cl.flush(ctx); err != nil {
 		return res, err
 	}
-	sys, err := newSystem(name, cl, w, s, stderr)
-	if err != nil {
-		return res, err
+	var sys system
+	var leases bool
+	if sysName == sysRedisRate {
+		sys = newRedisRate(e.cl, s.concurrency)
+		fraction = 0
+	} else {
+		h, err := newHybrid(e.cl, s.instances, fraction, e.log)
+		if err != nil {
+			return res, err
+		}
+		sys, leases = h, fraction > 0
 	}
 	defer func() { err = errors.Join(err, sys.close()) }()
 
-	calls0, src0 := sys.counters()
+	calls0 := sys.calls()
 	perG := max(1, maxDecisions/s.concurrency)
 	tallies := make([]tally, s.concurrency)
-	start := time.Now()
-	stopCtx, cancel := context.WithDeadline(ctx, start.Add(s.duration))
+	oneKey := len(w.keys) == 1 // count without a map on the hot path
+	runCtx, cancel := context.WithTimeout(ctx, s.duration)
 	defer cancel()
-	stop := stopCtx.Done()
+	stop := runCtx.Done()
+	start := time.Now()
 	var wg sync.WaitGroup
 	for g := range s.concurrency {
 		wg.Go(func() {
@@ -78,37 +121,78 @@ func measure(ctx context.Context, cl *cluster, w workload, name string, s settin
 				}
 				k := p.next()
 				var ok bool
+				var src hybrid.Source
 				var err error
 				if i%8 == 0 {
 					t0 := time.Now()
-					ok, err = sys.allow(ctx, g, i, w.keys[k])
-					t.latency = append(t.latency, time.Since(t0))
+					ok, src, err = sys.allow(ctx, g, i, w.keys[k], w.limit)
+					t.latency.add(time.Since(t0))
 				} else {
-					ok, err = sys.allow(ctx, g, i, w.keys[k])
+					ok, src, err = sys.allow(ctx, g, i, w.keys[k], w.limit)
 				}
 				t.decisions++
-				t.perKey[k]++
-				if ok {
-					t.admitted++
+				if oneKey {
+					t.oneKey++
+				} else {
+					t.perKey[k]++
 				}
 				if err != nil {
 					if t.errors == 0 {
 						t.firstErr = err
 					}
 					t.errors++
+					continue
+				}
+				if ok {
+					t.admitted++
+				}
+				if int(src) < numSources {
+					t.sources[src]++
 				}
 			}
 		})
 	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	calls1, src1 := sys.counters()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
 
-	res = result{Workload: w.name, System: name, Nodes: cl.kind, Seconds: elapsed.Seconds(), Sources: map[string]int64{}}
+	// Sample the lease units while the goroutines run.
+	var unitsMax, unitsSum, samples int64
+	tick := time.NewTicker(sampleEvery)
+	last := start
+	for waiting := true; waiting; {
+		select {
+		case <-done:
+			waiting = false
+		case now := <-tick.C:
+			if leases {
+				u := sys.leaseUnits()
+				unitsMax = max(unitsMax, u)
+				unitsSum += u
+				samples++
+			}
+			e.prog.add(now.Sub(last))
+			last = now
+		}
+	}
+	tick.Stop()
+	elapsed := time.Since(start)
+	e.prog.add(max(0, min(s.duration, elapsed)-last.Sub(start)))
+
+	res = result{
+		Type: "result", Mode: s.mode, Workload: w.name, System: sysName, Nodes: e.cl.kind,
+		Algorithm: algorithmName(w.limit.Algorithm), Limit: formatLimit(w.limit), Keys: len(w.keys),
+		Instances: s.instances, Concurrency: s.concurrency, LeaseFraction: fraction,
+		Seconds: elapsed.Seconds(), Sources: map[string]int64{},
+	}
+	if sysName == sysRedisRate {
+		res.Instances = 1
+		res.Algorithm = "gcra"
+	}
 	perKey := map[int]int64{}
-	var lat []time.Duration
+	var lat hist
 	var firstErr error
-	for _, t := range tallies {
+	for i := range tallies {
+		t := &tallies[i]
 		res.Decisions += t.decisions
 		res.Admitted += t.admitted
 		res.Errors += t.errors
@@ -118,43 +202,75 @@ func measure(ctx context.Context, cl *cluster, w workload, name string, s settin
 		for k, n := range t.perKey {
 			perKey[k] += n
 		}
-		lat = append(lat, t.latency...)
+		if t.oneKey > 0 {
+			perKey[0] += t.oneKey
+		}
+		for src, n := range t.sources {
+			if n > 0 {
+				res.Sources[hybrid.Source(src).String()] += n
+			}
+		}
+		lat.merge(&t.latency)
 	}
 	if res.Errors > 0 && ctx.Err() == nil {
-		fmt.Fprintf(stderr, "bench: %s/%s: %d of %d decisions failed, first: %v\n", w.name, name, res.Errors, res.Decisions, firstErr)
+		fmt.Fprintf(e.stderr, "bench: %s/%s: %d of %d decisions failed, first: %v\n", w.name, sysName, res.Errors, res.Decisions, firstErr)
 	}
 	if res.Decisions == 0 {
 		return res, nil
 	}
 	res.DecisionsPerSec = float64(res.Decisions) / elapsed.Seconds()
-	slices.Sort(lat)
-	if len(lat) > 0 {
-		res.P50us = micros(lat[len(lat)/2])
-		res.P99us = micros(lat[len(lat)*99/100])
+	res.P50us = lat.quantile(0.50)
+	res.P99us = lat.quantile(0.99)
+	res.RedisCallsPerDecision = float64(sys.calls()-calls0) / float64(res.Decisions)
+	enforced := w.limit
+	if sysName == sysRedisRate {
+		enforced.Algorithm = hybrid.TokenBucket // GCRA admits what a token bucket does
 	}
-	res.RedisCallsPerDecision = float64(calls1-calls0) / float64(res.Decisions)
-	for src, n := range src1 {
-		if d := n - src0[src]; d > 0 {
-			res.Sources[src] = d
-		}
-	}
-	res.Ideal = ideal(w, perKey, elapsed)
+	res.Ideal = ideal(enforced, perKey, start, elapsed)
 	if res.Ideal > 0 {
 		res.AdmittedPctOfIdeal = 100 * float64(res.Admitted) / res.Ideal
+	}
+	if samples > 0 {
+		res.LeaseUnitsMax = unitsMax
+		res.LeaseUnitsMean = float64(unitsSum) / float64(samples)
+		if res.Ideal > 0 {
+			res.LeaseBoundPct = 100 * float64(unitsMax) / res.Ideal
+		}
 	}
 	return res, nil
 }
 
-// ideal is what one exact limiter would have admitted in elapsed: the sum
-// over keys of min(requests, burst + rate × elapsed), every bucket
-// starting full.
-func ideal(w workload, perKey map[int]int64, elapsed time.Duration) float64 {
-	capPerKey := float64(w.limit.Capacity()) + float64(w.limit.Rate)*elapsed.Seconds()/w.limit.Period.Seconds()
+// ideal is what one exact limiter would at most have admitted in
+// [start, start+elapsed]: the sum over keys of min(requests for the key,
+// keyCapacity), every key starting with no use.
+func ideal(l hybrid.Limit, perKey map[int]int64, start time.Time, elapsed time.Duration) float64 {
+	c := keyCapacity(l, start, elapsed)
 	var sum float64
 	for _, n := range perKey {
-		sum += math.Min(float64(n), capPerKey)
+		sum += math.Min(float64(n), c)
 	}
 	return sum
 }
 
-func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+// keyCapacity is the most an exact limiter admits for one key in
+// [start, start+elapsed]:
+//   - TokenBucket, LeakyBucket: capacity + rate × elapsed;
+//   - FixedWindow: rate × the windows [k·Period, (k+1)·Period) of Unix
+//     time the interval touches;
+//   - SlidingWindowLog: rate × (⌊elapsed/Period⌋ + 1);
+//   - SlidingWindowCounter: rate + rate × elapsed/Period.
+func keyCapacity(l hybrid.Limit, start time.Time, elapsed time.Duration) float64 {
+	r := float64(l.Rate)
+	periods := elapsed.Seconds() / l.Period.Seconds()
+	switch l.Algorithm {
+	case hybrid.FixedWindow:
+		p := l.Period.Microseconds()
+		first := start.UnixMicro() / p
+		last := start.Add(elapsed).UnixMicro() / p
+		return r * float64(last-first+1)
+	case hybrid.SlidingWindowLog:
+		return r * (math.Floor(periods) + 1)
+	default:
+		return float64(l.Capacity()) + r*periods
+	}
+}

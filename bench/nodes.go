@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -16,23 +18,32 @@ import (
 // numNodes is how many Redis nodes the bench starts.
 const numNodes = 3
 
-// cluster is the set of embedded nodes: real redis-server processes or
-// in-process miniredis servers, all on 127.0.0.1.
+// housekeepingTimeout bounds one housekeeping command (PING, INFO,
+// FLUSHALL, a SCAN page, UNLINK) on a node.
+const housekeepingTimeout = 5 * time.Second
+
+// cluster is the set of nodes a run uses: embedded ones it started (real
+// redis-server processes or in-process miniredis servers, all on
+// 127.0.0.1), or existing ones given with -nodes.
 type cluster struct {
-	addrs  []string
-	kind   string // "redis-server 7.0.15" or "miniredis"
-	reason string // why miniredis, when it is
-	stop   []func() error
+	names    []string         // node names on hybrid's ring: the address, and /db when not 0
+	opts     []*redis.Options // how to reach each node: address, AUTH, TLS, database
+	kind     string           // "redis-server 7.0.15", "miniredis", or the versions of -nodes
+	reason   string           // why miniredis, when it is
+	external bool             // given with -nodes: never flushed, only our keys deleted
+
+	servers []*redistest.Server    // embedded redis-server nodes, by index
+	minis   []*miniredis.Miniredis // embedded miniredis nodes, by index
 }
 
-// startCluster starts numNodes nodes: redis-server through
+// startCluster starts numNodes embedded nodes: redis-server through
 // redistest.Launch when it is installed and mini is false, miniredis
 // otherwise. On error it stops what it started.
 func startCluster(ctx context.Context, mini bool) (cl *cluster, err error) {
 	cl = &cluster{}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, cl.close())
+			err = errors.Join(err, cl.close(context.Background()))
 			cl = nil
 		}
 	}()
@@ -43,79 +54,234 @@ func startCluster(ctx context.Context, mini bool) (cl *cluster, err error) {
 		cl.reason = "redis-server not found"
 	}
 	for range numNodes {
+		if err := ctx.Err(); err != nil {
+			return cl, fmt.Errorf("bench: interrupted: %w", err)
+		}
+		var addr string
 		if cl.reason != "" {
 			m, err := miniredis.Run()
 			if err != nil {
 				return cl, fmt.Errorf("bench: starting miniredis: %w", err)
 			}
-			cl.stop = append(cl.stop, func() error { m.Close(); return nil })
-			cl.addrs = append(cl.addrs, m.Addr())
-			continue
+			cl.minis = append(cl.minis, m)
+			addr = m.Addr()
+		} else {
+			srv, err := redistest.Launch()
+			if err != nil {
+				return cl, fmt.Errorf("bench: %w", err)
+			}
+			cl.servers = append(cl.servers, srv)
+			addr = srv.Addr()
 		}
-		srv, err := redistest.Launch()
-		if err != nil {
-			return cl, fmt.Errorf("bench: %w", err)
-		}
-		cl.stop = append(cl.stop, srv.Close)
-		cl.addrs = append(cl.addrs, srv.Addr())
+		cl.names = append(cl.names, addr)
+		cl.opts = append(cl.opts, &redis.Options{Addr: addr})
 	}
 	if cl.reason != "" {
 		cl.kind = "miniredis"
 		return cl, nil
 	}
-	c := newClient(cl.addrs[0], 1)
+	v, err := cl.version(ctx, 0)
+	if err != nil {
+		return cl, err
+	}
+	cl.kind = "redis-server " + v
+	return cl, nil
+}
+
+// connectCluster checks the nodes given with -nodes: each must answer
+// PING. Nothing is started.
+func connectCluster(ctx context.Context, opts []*redis.Options) (*cluster, error) {
+	cl := &cluster{external: true, opts: opts}
+	var kinds []string
+	for i, o := range opts {
+		cl.names = append(cl.names, nodeName(o))
+		c := newClient(o, 1)
+		pctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
+		err := c.Ping(pctx).Err()
+		cancel()
+		c.Close()
+		if err != nil {
+			return nil, fmt.Errorf("bench: node %s: PING: %w", cl.names[i], err)
+		}
+		k := "redis (version unknown)"
+		if v, err := cl.version(ctx, i); err == nil {
+			k = "redis-server " + v
+		}
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	cl.kind = strings.Join(kinds, ", ")
+	return cl, nil
+}
+
+// version asks node i for its redis_version.
+func (cl *cluster) version(ctx context.Context, i int) (string, error) {
+	c := newClient(cl.opts[i], 1)
 	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
+	defer cancel()
 	info, err := c.InfoMap(ctx, "server").Result()
 	if err != nil {
-		return cl, fmt.Errorf("bench: INFO server on %s: %w", cl.addrs[0], err)
+		return "", fmt.Errorf("bench: INFO server on %s: %w", cl.names[i], err)
 	}
-	cl.kind = "redis-server " + info["Server"]["redis_version"]
-	return cl, nil
+	v := info["Server"]["redis_version"]
+	if v == "" {
+		return "", fmt.Errorf("bench: INFO server on %s: no redis_version", cl.names[i])
+	}
+	return v, nil
 }
 
 // describe is the first line of the report, for example
 // "nodes: 3 redis-server 7.0.15 on 127.0.0.1:40001, 127.0.0.1:40002, ...".
 func (cl *cluster) describe() string {
-	s := fmt.Sprintf("nodes: %d %s on %s", len(cl.addrs), cl.kind, strings.Join(cl.addrs, ", "))
+	how := ""
+	if cl.external {
+		how = " (given with -nodes)"
+	}
+	s := fmt.Sprintf("nodes: %d %s on %s%s", len(cl.names), cl.kind, strings.Join(cl.names, ", "), how)
 	if cl.reason != "" {
 		s += " (" + cl.reason + ")"
 	}
 	return s
 }
 
-// close stops every node, also after a partial start.
-func (cl *cluster) close() error {
+// close stops every embedded node, also after a partial start; for nodes
+// given with -nodes it deletes the keys this process wrote.
+func (cl *cluster) close(ctx context.Context) error {
 	var errs []error
-	for _, stop := range cl.stop {
-		errs = append(errs, stop())
+	if cl.external {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		errs = append(errs, cl.deleteOwn(ctx))
 	}
-	cl.stop = nil
+	for _, s := range cl.servers {
+		errs = append(errs, s.Close())
+	}
+	for _, m := range cl.minis {
+		m.Close()
+	}
+	cl.servers, cl.minis = nil, nil
 	return errors.Join(errs...)
 }
 
-// flush empties every node, so that each run starts from fresh buckets.
+// flush empties the nodes of what earlier runs wrote, so that each run
+// starts from fresh buckets: FLUSHALL on embedded nodes, which bench
+// owns; on nodes given with -nodes only the keys of this process are
+// deleted (ownPatterns), never anything else.
 func (cl *cluster) flush(ctx context.Context) error {
-	for _, a := range cl.addrs {
-		c := newClient(a, 1)
-		err := c.FlushAll(ctx).Err()
+	if cl.external {
+		return cl.deleteOwn(ctx)
+	}
+	for i, o := range cl.opts {
+		c := newClient(o, 1)
+		fctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
+		err := c.FlushAll(fctx).Err()
+		cancel()
 		c.Close()
 		if err != nil {
-			return fmt.Errorf("FLUSHALL on %s: %w", a, err)
+			return fmt.Errorf("FLUSHALL on %s: %w", cl.names[i], err)
 		}
 	}
 	return nil
 }
 
+// deleteOwn deletes, on every node, the keys matching ownPatterns: SCAN
+// and UNLINK, page by page.
+func (cl *cluster) deleteOwn(ctx context.Context) error {
+	var errs []error
+	for i, o := range cl.opts {
+		c := newClient(o, 1)
+		for _, pat := range ownPatterns() {
+			if err := deleteMatching(ctx, c, pat); err != nil {
+				errs = append(errs, fmt.Errorf("deleting %s on %s: %w", pat, cl.names[i], err))
+				break
+			}
+		}
+		c.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// deleteMatching deletes the keys matching pattern, in pages of SCAN.
+// It stops after a bounded number of pages.
+func deleteMatching(ctx context.Context, c *redis.Client, pattern string) error {
+	var cursor uint64
+	for range 1_000_000 {
+		sctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
+		keys, next, err := c.Scan(sctx, cursor, pattern, 1000).Result()
+		if err == nil && len(keys) > 0 {
+			err = c.Unlink(sctx, keys...).Err()
+		}
+		cancel()
+		if err != nil {
+			return err
+		}
+		if cursor = next; cursor == 0 {
+			return nil
+		}
+	}
+	return errors.New("too many SCAN pages")
+}
+
 // newClient returns a client for the redis_rate side and for
-// housekeeping: plain Redis 7, so maintenance notifications and CLIENT
-// SETINFO are off.
-func newClient(addr string, pool int) *redis.Client {
-	return redis.NewClient(&redis.Options{
-		Addr:            addr,
-		PoolSize:        pool,
-		DisableIdentity: true,
-		MaintNotificationsConfig: &maintnotifications.Config{
-			Mode: maintnotifications.ModeDisabled,
-		},
-	})
+// housekeeping, with o's address, credentials, TLS and database: plain
+// Redis 7, so maintenance notifications and CLIENT SETINFO are off.
+func newClient(o *redis.Options, pool int) *redis.Client {
+	c := *o
+	c.PoolSize = pool
+	c.DisableIdentity = true
+	c.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	return redis.NewClient(&c)
+}
+
+// Faults, on embedded nodes only. On redis-server they are what the names
+// say (redistest.Server). miniredis cannot be frozen, so pause is
+// emulated: the server is closed (connections are refused instead of
+// hanging) and restarted on the same address by resume, keeping its data.
+// restart on miniredis closes it, starts it again on the same address and
+// empties it, as a fresh redis-server would be.
+
+// kill ends node i; it stays down for the rest of the run.
+func (cl *cluster) kill(i int) error {
+	if cl.servers != nil {
+		return cl.servers[i].Kill()
+	}
+	cl.minis[i].Close()
+	return nil
+}
+
+// pause freezes node i until resume.
+func (cl *cluster) pause(i int) error {
+	if cl.servers != nil {
+		return cl.servers[i].Pause()
+	}
+	cl.minis[i].Close()
+	return nil
+}
+
+// resume ends a pause of node i.
+func (cl *cluster) resume(i int) error {
+	if cl.servers != nil {
+		return cl.servers[i].Resume()
+	}
+	return cl.minis[i].Restart()
+}
+
+// restart replaces node i by a fresh, empty one on the same address.
+func (cl *cluster) restart(ctx context.Context, i int) error {
+	if cl.servers != nil {
+		return cl.servers[i].Restart()
+	}
+	m := cl.minis[i]
+	m.Close()
+	if err := m.Restart(); err != nil {
+		return err
+	}
+	m.FlushAll()
+	c := newClient(cl.opts[i], 1)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
+	defer cancel()
+	return c.ScriptFlush(ctx).Err()
 }

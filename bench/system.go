@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"hash/maphash"
-	"io"
 	"log/slog"
 	"sync/atomic"
 
@@ -12,43 +11,60 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
+	"github.com/hybridlimit/hybridlimit/remote"
+)
+
+// The systems compared, in the order they run.
+const (
+	sysHybrid    = "hybridlimit"
+	sysRedisRate = "redis_rate"
 )
 
 // systemNames lists the systems compared, in the order they run.
-var systemNames = []string{"hybridlimit", "redis_rate"}
+var systemNames = []string{sysHybrid, sysRedisRate}
 
 // system is one rate-limiting implementation under test.
 type system interface {
-	// allow decides one request for key, made by goroutine g as its i-th.
-	allow(ctx context.Context, g, i int, key string) (bool, error)
-	// counters returns the round trips to Redis so far and the decisions
-	// so far by source name.
-	counters() (calls int64, sources map[string]int64)
+	// allow decides one request for key, made by goroutine g as its i-th,
+	// and says what decided it.
+	allow(ctx context.Context, g, i int, key string, l hybrid.Limit) (bool, hybrid.Source, error)
+	// calls returns the round trips to Redis so far.
+	calls() int64
+	// leaseUnits returns the units outstanding in leases now, summed over
+	// instances: the most the limits may be overrun by at this moment.
+	leaseUnits() int64
 	close() error
 }
 
-// newSystem builds the named system over the cluster's nodes.
-func newSystem(name string, cl *cluster, w workload, s settings, stderr io.Writer) (system, error) {
-	if name == "redis_rate" {
-		return newRedisRate(cl, w, s), nil
-	}
-	return newHybrid(cl, w, s, stderr)
-}
-
-// hybridSystem is -instances Limiters over the same nodes; requests go to
-// them round-robin, as a load balancer would spread them.
+// hybridSystem is -instances Limiters over the same nodes, each with
+// clients of its own, as that many service instances would have;
+// requests go to them round-robin, as a load balancer would spread them.
 type hybridSystem struct {
-	lims  []*hybrid.Limiter
-	limit hybrid.Limit
+	lims    []*hybrid.Limiter
+	clients []*redis.Client
 }
 
 var _ system = (*hybridSystem)(nil)
 
-func newHybrid(cl *cluster, w workload, s settings, stderr io.Writer) (*hybridSystem, error) {
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	h := &hybridSystem{limit: w.limit}
-	for range s.instances {
-		lim, err := hybrid.New(hybrid.Config{Addrs: cl.addrs, Logger: log})
+// newHybrid builds the instances. fraction is Lease.MaxFraction; 0 turns
+// leases off.
+func newHybrid(cl *cluster, instances int, fraction float64, log *slog.Logger) (*hybridSystem, error) {
+	h := &hybridSystem{}
+	for range instances {
+		cfg := hybrid.Config{Prefix: hybridPrefix, Logger: log}
+		if fraction == 0 {
+			cfg.Lease.Disable = true
+		} else {
+			cfg.Lease.MaxFraction = fraction
+		}
+		for i, o := range cl.opts {
+			// The client a Limiter builds from Config.Addrs, with the
+			// node's credentials, TLS and database kept.
+			c := remote.NewClient(o)
+			h.clients = append(h.clients, c)
+			cfg.Nodes = append(cfg.Nodes, hybrid.Node{Name: cl.names[i], Client: c})
+		}
+		lim, err := hybrid.New(cfg)
 		if err != nil {
 			return nil, errors.Join(err, h.close())
 		}
@@ -57,31 +73,53 @@ func newHybrid(cl *cluster, w workload, s settings, stderr io.Writer) (*hybridSy
 	return h, nil
 }
 
-func (h *hybridSystem) allow(ctx context.Context, g, i int, key string) (bool, error) {
-	r, err := h.lims[(g+i)%len(h.lims)].Allow(ctx, key, h.limit)
-	return r.Allowed, err
+func (h *hybridSystem) allow(ctx context.Context, g, i int, key string, l hybrid.Limit) (bool, hybrid.Source, error) {
+	r, err := h.lims[(g+i)%len(h.lims)].Allow(ctx, key, l)
+	return r.Allowed, r.Source, err
 }
 
-func (h *hybridSystem) counters() (int64, map[string]int64) {
-	var calls int64
-	sources := map[string]int64{}
+func (h *hybridSystem) calls() int64 {
+	var n int64
 	for _, lim := range h.lims {
-		st := lim.Stats()
-		for _, n := range st.Nodes {
-			calls += n.Calls
-		}
-		for src, n := range st.Decisions {
-			sources[src.String()] += n
+		for _, nd := range lim.Stats().Nodes {
+			n += nd.Calls
 		}
 	}
-	return calls, sources
+	return n
 }
 
+func (h *hybridSystem) leaseUnits() int64 {
+	var n int64
+	for _, lim := range h.lims {
+		n += lim.Stats().LeaseUnits
+	}
+	return n
+}
+
+// degraded returns how many instances have the breaker of the named node
+// not closed.
+func (h *hybridSystem) degraded(name string) int {
+	n := 0
+	for _, lim := range h.lims {
+		for _, nd := range lim.Stats().Nodes {
+			if nd.Name == name && nd.Degraded {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// close closes the Limiters, then the clients they were given.
 func (h *hybridSystem) close() error {
 	var errs []error
 	for _, lim := range h.lims {
 		errs = append(errs, lim.Close())
 	}
+	for _, c := range h.clients {
+		errs = append(errs, c.Close())
+	}
+	h.lims, h.clients = nil, nil
 	return errors.Join(errs...)
 }
 
@@ -90,51 +128,54 @@ func (h *hybridSystem) close() error {
 // Keys are routed to nodes by maphash of the key modulo the node count,
 // not by hybrid's consistent-hash ring: which key lands on which node
 // differs, but with the same key mix the load per node is the same.
+// redis_rate has one algorithm, GCRA, a token bucket: it runs with the
+// limit's rate, period and capacity whatever -algorithm says.
 type redisRateSystem struct {
 	seed    maphash.Seed
 	clients []*redis.Client
 	lims    []*redis_rate.Limiter
-	limit   redis_rate.Limit
-	calls   atomic.Int64 // Allow calls made, each one round trip
+	n       atomic.Int64 // Allow calls made, each one round trip
 }
 
 var _ system = (*redisRateSystem)(nil)
 
-func newRedisRate(cl *cluster, w workload, s settings) *redisRateSystem {
-	r := &redisRateSystem{
-		seed:  maphash.MakeSeed(),
-		limit: redis_rate.Limit{Rate: int(w.limit.Rate), Burst: int(w.limit.Capacity()), Period: w.limit.Period},
-	}
-	for _, a := range cl.addrs {
-		c := newClient(a, s.concurrency)
+func newRedisRate(cl *cluster, pool int) *redisRateSystem {
+	r := &redisRateSystem{seed: maphash.MakeSeed()}
+	for _, o := range cl.opts {
+		c := newClient(o, pool)
 		r.clients = append(r.clients, c)
 		r.lims = append(r.lims, redis_rate.NewLimiter(c))
 	}
 	return r
 }
 
-func (r *redisRateSystem) allow(ctx context.Context, _, _ int, key string) (bool, error) {
-	n := maphash.String(r.seed, key) % uint64(len(r.lims))
-	r.calls.Add(1)
-	res, err := r.lims[n].Allow(ctx, key, r.limit)
-	if err != nil {
-		return false, err
-	}
-	return res.Allowed > 0, nil
+// rateLimit is l as redis_rate takes it.
+func rateLimit(l hybrid.Limit) redis_rate.Limit {
+	return redis_rate.Limit{Rate: int(l.Rate), Burst: int(l.Capacity()), Period: l.Period}
 }
 
-// counters reports one round trip per decision, all decided remotely:
-// redis_rate runs one script per call (EVALSHA; the first call per node
-// also sends an EVAL, not counted).
-func (r *redisRateSystem) counters() (int64, map[string]int64) {
-	n := r.calls.Load()
-	return n, map[string]int64{"remote": n}
+func (r *redisRateSystem) allow(ctx context.Context, _, _ int, key string, l hybrid.Limit) (bool, hybrid.Source, error) {
+	n := maphash.String(r.seed, key) % uint64(len(r.lims))
+	r.n.Add(1)
+	res, err := r.lims[n].Allow(ctx, key, rateLimit(l))
+	if err != nil {
+		return false, hybrid.SourceRemote, err
+	}
+	return res.Allowed > 0, hybrid.SourceRemote, nil
 }
+
+// calls reports one round trip per decision: redis_rate runs one script
+// per call (EVALSHA; the first call per node also sends an EVAL, not
+// counted).
+func (r *redisRateSystem) calls() int64 { return r.n.Load() }
+
+func (r *redisRateSystem) leaseUnits() int64 { return 0 }
 
 func (r *redisRateSystem) close() error {
 	var errs []error
 	for _, c := range r.clients {
 		errs = append(errs, c.Close())
 	}
+	r.clients = nil
 	return errors.Join(errs...)
 }

@@ -1,9 +1,12 @@
 package main
 
 import (
+	crand "crypto/rand"
+	"encoding/hex"
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
 )
@@ -15,51 +18,140 @@ const (
 	uniformKeyCount = 100_000
 )
 
+// hybridPrefix starts the Redis keys of the hybridlimit side (its
+// Config.Prefix). redis_rate puts "rate:" before the user key.
+const hybridPrefix = "hlb:"
+
+// runID makes the keys of this process its own: every user key starts
+// with "hlbench:<runID>:", so that on nodes given with -nodes bench finds
+// and deletes exactly the keys it wrote, and never a user's.
+var runID = sync.OnceValue(func() string {
+	var b [4]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return strconv.FormatInt(time.Now().UnixNano()%1e8, 36)
+	}
+	return hex.EncodeToString(b[:])
+})
+
+// keyPrefix starts every user key of this process.
+func keyPrefix() string { return "hlbench:" + runID() + ":" }
+
+// ownPatterns are the SCAN patterns of every Redis key this process
+// writes: hybrid's (prefix, then the user key in a hash tag) and
+// redis_rate's.
+func ownPatterns() []string {
+	return []string{hybridPrefix + "{" + keyPrefix() + "*", "rate:" + keyPrefix() + "*"}
+}
+
 // workload is a key mix and the limit every key gets.
 type workload struct {
 	name  string
 	limit hybrid.Limit
 	keys  []string // the key space; requests pick an index into it
 	zipf  bool     // pick Zipf-distributed indexes, else uniform ones
+	s     float64  // the Zipf exponent
 }
 
 // workloadNames lists the workloads in the order they run.
 func workloadNames() []string { return []string{"hot", "overlimit", "zipf", "uniform"} }
 
-var (
-	zipfKeys    = sync.OnceValue(func() []string { return keySpace("z:", zipfKeyCount) })
-	uniformKeys = sync.OnceValue(func() []string { return keySpace("u:", uniformKeyCount) })
-)
+// defaultLimit is the limit of a workload when -limit is not given:
+//   - hot: PerSecond(1e9), a key well within its limit: every decision is
+//     an admission, the cost of a decision on a hot key; with -sweep,
+//     PerSecond(1e6), which the load exceeds, so that the lease size
+//     matters and accuracy can be read;
+//   - overlimit: PerSecond(10), a key far over its limit: almost every
+//     decision is a denial, the cost of an abusive client;
+//   - zipf: PerSecond(1000) per key: a few hot keys over their limit, a
+//     long cold tail;
+//   - uniform: PerMinute(1e6) per key: every key cold, nothing denied.
+func defaultLimit(name, mode string) hybrid.Limit {
+	switch name {
+	case "hot":
+		if mode == modeSweep {
+			return hybrid.PerSecond(1_000_000)
+		}
+		return hybrid.PerSecond(1_000_000_000)
+	case "overlimit":
+		return hybrid.PerSecond(10)
+	case "zipf":
+		return hybrid.PerSecond(1000)
+	default:
+		return hybrid.PerMinute(1_000_000)
+	}
+}
 
-func keySpace(prefix string, n int) []string {
+// workloadLimit is the limit the named workload runs with: -limit or the
+// default, with -algorithm.
+func (s settings) workloadLimit(name string) hybrid.Limit {
+	l := s.limit
+	if l.Rate == 0 {
+		l = defaultLimit(name, s.mode)
+	}
+	return hybrid.Limit{Algorithm: s.algorithm, Rate: l.Rate, Period: l.Period}
+}
+
+// keyCount is the key-space size of the named workload.
+func (s settings) keyCount(name string) int {
+	switch name {
+	case "hot", "overlimit":
+		return 1
+	case "zipf":
+		if s.keys > 0 {
+			return s.keys
+		}
+		return zipfKeyCount
+	default:
+		if s.keys > 0 {
+			return s.keys
+		}
+		return uniformKeyCount
+	}
+}
+
+// newWorkload returns the workload of that name, one of workloadNames,
+// with the limit and key space the settings give it.
+func newWorkload(name string, s settings) workload {
+	w := workload{name: name, limit: s.workloadLimit(name), s: s.zipfS}
+	switch name {
+	case "hot":
+		w.keys = []string{keyPrefix() + "hot"}
+	case "overlimit":
+		w.keys = []string{keyPrefix() + "abuser"}
+	case "zipf":
+		w.keys = keySpace("z:", s.keyCount(name))
+		w.zipf = true
+	default:
+		w.keys = keySpace("u:", s.keyCount(name))
+	}
+	return w
+}
+
+// keySpaces caches key spaces by kind and size: building a million keys
+// takes a while, and every run of a process uses the same ones.
+var keySpaces struct {
+	mu sync.Mutex
+	m  map[string][]string
+}
+
+// keySpace returns n keys "hlbench:<runID>:<kind><i>".
+func keySpace(kind string, n int) []string {
+	keySpaces.mu.Lock()
+	defer keySpaces.mu.Unlock()
+	id := kind + strconv.Itoa(n)
+	if ks, ok := keySpaces.m[id]; ok {
+		return ks
+	}
+	prefix := keyPrefix() + kind
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = prefix + strconv.Itoa(i)
 	}
-	return keys
-}
-
-// newWorkload returns the workload of that name, one of workloadNames:
-//   - hot: one key well within its limit (PerSecond(1e9)): every decision
-//     is an admission, the cost of a decision on a hot key;
-//   - overlimit: one key far over its limit (PerSecond(10)): almost every
-//     decision is a denial, the cost of an abusive client;
-//   - zipf: Zipf s=1.1 over 1,000,000 keys, PerSecond(1000) per key: a
-//     few hot keys, a long cold tail;
-//   - uniform: 100,000 keys picked uniformly, PerMinute(1e6) per key:
-//     every key cold, nothing denied.
-func newWorkload(name string) workload {
-	switch name {
-	case "hot":
-		return workload{name: name, limit: hybrid.PerSecond(1_000_000_000), keys: []string{"hot"}}
-	case "overlimit":
-		return workload{name: name, limit: hybrid.PerSecond(10), keys: []string{"abuser"}}
-	case "zipf":
-		return workload{name: name, limit: hybrid.PerSecond(1000), keys: zipfKeys(), zipf: true}
-	case "uniform":
-		return workload{name: name, limit: hybrid.PerMinute(1_000_000), keys: uniformKeys()}
+	if keySpaces.m == nil {
+		keySpaces.m = map[string][]string{}
 	}
-	panic("bench: unknown workload " + name) // parse accepts only workloadNames
+	keySpaces.m[id] = keys
+	return keys
 }
 
 // picker draws key indexes for one goroutine. It is not safe for
@@ -72,8 +164,8 @@ type picker struct {
 
 func (w workload) picker(seed uint64) *picker {
 	p := &picker{n: len(w.keys), rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))}
-	if w.zipf {
-		p.zipf = rand.NewZipf(p.rng, zipfS, 1, uint64(len(w.keys)-1))
+	if w.zipf && len(w.keys) > 1 {
+		p.zipf = rand.NewZipf(p.rng, w.s, 1, uint64(len(w.keys)-1))
 	}
 	return p
 }

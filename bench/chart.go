@@ -1,0 +1,230 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// Chart sizes: two panels one above the other.
+const (
+	chartWidth  = 22 * vg.Centimeter
+	chartHeight = 24 * vg.Centimeter
+)
+
+// writeSVG draws the plots one above the other, aligned, into one SVG
+// file at path.
+func writeSVG(path string, plots ...*plot.Plot) (err error) {
+	defer func() {
+		// gonum panics on data it cannot draw (a log axis with a value
+		// <= 0); bench clamps its data, but a chart is not worth a crash.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("bench: drawing %s: %v", path, r)
+		}
+	}()
+	c := vgsvg.New(chartWidth, chartHeight)
+	dc := draw.New(c)
+	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadTop: vg.Millimeter * 3, PadBottom: vg.Millimeter * 3,
+		PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 5, PadY: vg.Centimeter}
+	grid := make([][]*plot.Plot, len(plots))
+	for i, p := range plots {
+		grid[i] = []*plot.Plot{p}
+	}
+	canvases := plot.Align(grid, tiles, dc)
+	for i, p := range plots {
+		p.Draw(canvases[i][0])
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	_, err = c.WriteTo(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("bench: writing %s: %w", path, err), os.Remove(path))
+	}
+	return nil
+}
+
+// newPlot returns a plot with a title, axis labels and the legend at the
+// top left.
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// useLogY makes the y axis logarithmic, with ticks labelled 1, 10, 100,
+// 1k, ... Every value drawn on it must be positive (see positive).
+func useLogY(p *plot.Plot) {
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = logTicks{}
+}
+
+// positive clamps v to at least 1, for a log axis: 0 is drawn at 1.
+func positive(v float64) float64 { return atLeast(v, 1) }
+
+// atLeast clamps v to at least lo, for a log axis.
+func atLeast(v, lo float64) float64 {
+	if math.IsNaN(v) || v < lo {
+		return lo
+	}
+	return v
+}
+
+// logTicks marks powers of ten, labelled with SI suffixes, and the
+// multiples between them unlabelled.
+type logTicks struct{}
+
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if lo <= 0 || hi <= 0 || lo > hi {
+		return nil
+	}
+	var ticks []plot.Tick
+	for k := int(math.Floor(math.Log10(lo))); math.Pow10(k) <= hi*1.0001 && len(ticks) < 200; k++ {
+		v := math.Pow10(k)
+		for i := 1; i < 10; i++ {
+			x := v * float64(i)
+			if x < lo || x > hi*1.0001 {
+				continue
+			}
+			t := plot.Tick{Value: x}
+			if i == 1 {
+				t.Label = siLabel(x)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
+}
+
+// headroom raises the top of p's y axis so that the legend, at the top,
+// covers no data: entries legend lines of about 4% of the panel each.
+// Call it after every series is added.
+func headroom(p *plot.Plot, entries int) {
+	frac := min(0.6, 0.03+0.04*float64(entries))
+	lo, hi := p.Y.Min, p.Y.Max
+	if _, log := p.Y.Scale.(plot.LogScale); log && lo > 0 && hi > 0 {
+		if hi <= lo {
+			// One value: gonum would widen the range by ±1, below 0.
+			lo, hi = lo/10, hi*10
+		}
+		l, h := math.Log(lo), math.Log(hi)
+		p.Y.Min, p.Y.Max = lo, math.Exp(l+(h-l)/(1-frac))
+		return
+	}
+	if hi <= lo {
+		lo, hi = lo-1, hi+1
+	}
+	p.Y.Min, p.Y.Max = lo, lo+(hi-lo)/(1-frac)
+}
+
+// stepTicks marks a linear axis every 1, 2 or 5 × 10^k units, at most 13
+// ticks, labelled.
+type stepTicks struct{}
+
+func (stepTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return nil
+	}
+	step := math.Pow(10, math.Floor(math.Log10((hi-lo)/12)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if (hi-lo)/(step*m) <= 12 {
+			step *= m
+			break
+		}
+	}
+	var ticks []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9 && len(ticks) < 14; v += step {
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64)})
+	}
+	return ticks
+}
+
+// siLabel formats a power of ten: 1, 10, 100, 1k, 10k, 100k, 1M, ...
+func siLabel(v float64) string {
+	for _, u := range []struct {
+		f float64
+		s string
+	}{{1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
+		if v >= u.f {
+			return strconv.FormatFloat(v/u.f, 'f', -1, 64) + u.s
+		}
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// addLine adds a named line with points in the i-th colour and shape;
+// dashed lines have no points.
+func addLine(p *plot.Plot, name string, i int, dashed bool, xys plotter.XYs) error {
+	l, s, err := plotter.NewLinePoints(xys)
+	if err != nil {
+		return fmt.Errorf("bench: series %s: %w", name, err)
+	}
+	l.Color = plotutil.Color(i)
+	l.Width = vg.Points(1.5)
+	if dashed {
+		l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		p.Add(l)
+		p.Legend.Add(name, l)
+		return nil
+	}
+	s.Color = plotutil.Color(i)
+	s.Shape = plotutil.Shape(i)
+	p.Add(l, s)
+	p.Legend.Add(name, l, s)
+	return nil
+}
+
+// marker is a vertical line across a plot's data area at x, with a label
+// at its top: an event on a time axis.
+type marker struct {
+	x     float64
+	label string
+	color color.Color
+	row   int // the label's line from the top, so that close markers' labels do not overlap
+}
+
+var _ plot.Plotter = marker{}
+
+func (m marker) style() draw.LineStyle {
+	return draw.LineStyle{Color: m.color, Width: vg.Points(1.5), Dashes: []vg.Length{vg.Points(2), vg.Points(2)}}
+}
+
+func (m marker) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	x := trX(m.x)
+	if !c.ContainsX(x) {
+		return
+	}
+	c.StrokeLine2(m.style(), x, c.Min.Y, x, c.Max.Y)
+	sty := p.X.Tick.Label
+	sty.Color = m.color
+	sty.XAlign = draw.XLeft
+	sty.YAlign = draw.YTop
+	y := c.Max.Y - vg.Points(3) - vg.Length(m.row)*sty.Height(m.label)*1.2
+	c.FillText(sty, vg.Point{X: x + vg.Points(3), Y: y}, m.label)
+}
+
+// Thumbnail draws the marker in the legend.
+func (m marker) Thumbnail(c *draw.Canvas) {
+	x := (c.Min.X + c.Max.X) / 2
+	c.StrokeLine2(m.style(), x, c.Min.Y, x, c.Max.Y)
+}

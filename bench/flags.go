@@ -1,0 +1,348 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/hybrid"
+)
+
+// errUsage marks a bad command line: main exits with status 2 for it.
+var errUsage = errors.New("bench: usage")
+
+// The modes of a run: the default comparison, -sweep lease, -fault.
+const (
+	modeCompare = "compare"
+	modeSweep   = "sweep"
+	modeFault   = "fault"
+)
+
+// Defaults of -duration per mode, and other bounds of the command line.
+const (
+	compareDuration = 3 * time.Second  // per workload and system
+	sweepDuration   = 2 * time.Second  // per point of the sweep
+	faultDuration   = 12 * time.Second // the whole timeline
+	maxKeys         = 10_000_000       // -keys: the key space is held in memory
+	maxIntervals    = 300              // -fault: -duration / -interval
+	minInterval     = 10 * time.Millisecond
+)
+
+// faultKinds are the values of -fault.
+var faultKinds = []string{"kill", "pause", "restart"}
+
+// algorithms maps the values of -algorithm to hybrid's algorithms, in
+// their order.
+var algorithms = []namedAlgorithm{
+	{"token-bucket", hybrid.TokenBucket},
+	{"leaky-bucket", hybrid.LeakyBucket},
+	{"fixed-window", hybrid.FixedWindow},
+	{"sliding-window-log", hybrid.SlidingWindowLog},
+	{"sliding-window-counter", hybrid.SlidingWindowCounter},
+}
+
+// namedAlgorithm is an algorithm and its -algorithm spelling.
+type namedAlgorithm struct {
+	name string
+	alg  hybrid.Algorithm
+}
+
+// algorithmName returns the -algorithm spelling of a.
+func algorithmName(a hybrid.Algorithm) string {
+	for _, x := range algorithms {
+		if x.alg == a {
+			return x.name
+		}
+	}
+	return a.String()
+}
+
+// settings are the parsed flags.
+type settings struct {
+	mode          string        // modeCompare, modeSweep or modeFault
+	duration      time.Duration // per run (compare, sweep) or in all (fault)
+	instances     int
+	concurrency   int
+	workloads     []string
+	keys          int          // key-space size for zipf and uniform; 0: their defaults
+	zipfS         float64      // exponent of the Zipf distribution, > 1
+	limit         hybrid.Limit // the per-key limit of -limit; zero Rate: per-workload defaults
+	algorithm     hybrid.Algorithm
+	leaseFraction float64          // hybrid Lease.MaxFraction; 0: leases off
+	fault         string           // -fault: kill, pause or restart
+	interval      time.Duration    // -fault: the timeline's resolution
+	nodes         []*redis.Options // -nodes; nil: embedded nodes
+	out           string           // directory for the charts
+	json          bool
+	quiet         bool
+}
+
+// parse reads the command line. Errors wrap errUsage and are one line.
+func parse(args []string, stderr io.Writer) (settings, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	// The flag package would print its error and the whole usage on a bad
+	// flag; bench prints one line instead, and the usage for -h only.
+	fs.SetOutput(io.Discard)
+	var s settings
+	names := workloadNames()
+	fs.DurationVar(&s.duration, "duration", compareDuration,
+		"how long each run lasts: per workload and system; per point with -sweep, where the default is 2s; the whole timeline with -fault, where it is 12s")
+	fs.IntVar(&s.instances, "instances", 4, "hybrid.Limiter instances over the same nodes, the load spread over them")
+	fs.IntVar(&s.concurrency, "concurrency", 64, "goroutines sending requests, in total")
+	workload := fs.String("workload", "all", "workload to run: "+strings.Join(names, ", ")+" or all (with -sweep the default is hot and zipf)")
+	fs.IntVar(&s.keys, "keys", 0, "key-space size of the zipf and uniform workloads (default 1000000 for zipf, 100000 for uniform)")
+	fs.Float64Var(&s.zipfS, "zipf", zipfS, "exponent s of the Zipf distribution, > 1")
+	limitFlag := fs.String("limit", "", "the per-key limit of every workload, as `rate/period`: 10000/s, 1000/m, 100/h, 50/250ms (default per workload: hot 1000000000/s, overlimit 10/s, zipf 1000/s, uniform 1000000/m; with -sweep, hot 1000000/s)")
+	algFlag := fs.String("algorithm", "token-bucket", "algorithm of the limit: token-bucket, leaky-bucket, fixed-window, sliding-window-log or sliding-window-counter")
+	fs.Float64Var(&s.leaseFraction, "lease-fraction", 0.01, "hybrid Lease.MaxFraction: the largest lease as a fraction of the limit, in [0, 1]; 0 turns leases off")
+	sweep := fs.String("sweep", "", "`lease`: run hot and zipf for a range of -lease-fraction values and write lease-sweep.svg")
+	fs.StringVar(&s.fault, "fault", "", "`kill|pause|restart` one embedded node midway through a mixed run; print a timeline and write fault-timeline.svg")
+	fs.DurationVar(&s.interval, "interval", time.Second, "with -fault, the width of one row of the timeline")
+	nodes := fs.String("nodes", "", "comma-separated `URLs` (redis://[user:password@]host:port[/db], rediss:// for TLS) of existing nodes to use instead of embedded ones")
+	fs.StringVar(&s.out, "out", ".", "directory the charts are written to")
+	fs.BoolVar(&s.json, "json", false, "print one JSON object per result line instead of tables")
+	fs.BoolVar(&s.quiet, "q", false, "quiet: no progress bar on stderr")
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fmt.Fprintln(stderr, "usage: go run ./bench [flags]    (go doc ./bench for the whole story)")
+			fs.PrintDefaults()
+			return s, err
+		}
+		return s, fmt.Errorf("%w: %s", errUsage, firstLine(err.Error()))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	bad := func(format string, a ...any) (settings, error) {
+		return s, fmt.Errorf("%w: "+format, append([]any{errUsage}, a...)...)
+	}
+
+	if fs.NArg() > 0 {
+		return bad("unexpected argument %q", fs.Arg(0))
+	}
+	s.mode = modeCompare
+	switch {
+	case *sweep != "" && s.fault != "":
+		return bad("-sweep and -fault: give one of them")
+	case *sweep == "lease":
+		s.mode = modeSweep
+	case *sweep != "":
+		return bad("-sweep %q: want lease", *sweep)
+	case s.fault != "":
+		if !slices.Contains(faultKinds, s.fault) {
+			return bad("-fault %q: want one of %s", s.fault, strings.Join(faultKinds, ", "))
+		}
+		s.mode = modeFault
+	}
+
+	if !set["duration"] {
+		switch s.mode {
+		case modeSweep:
+			s.duration = sweepDuration
+		case modeFault:
+			s.duration = faultDuration
+		}
+	}
+	switch {
+	case s.duration <= 0:
+		return bad("-duration %v: must be positive", s.duration)
+	case s.instances < 1:
+		return bad("-instances %d: must be at least 1", s.instances)
+	case s.instances > 1024:
+		return bad("-instances %d: at most 1024", s.instances)
+	case s.concurrency < 1:
+		return bad("-concurrency %d: must be at least 1", s.concurrency)
+	case s.concurrency > 1<<16:
+		return bad("-concurrency %d: at most 65536", s.concurrency)
+	case set["keys"] && (s.keys < 2 || s.keys > maxKeys):
+		return bad("-keys %d: must be in [2, %d]", s.keys, maxKeys)
+	case math.IsNaN(s.zipfS) || s.zipfS <= 1 || s.zipfS > 100:
+		return bad("-zipf %v: the exponent must be > 1 (and at most 100)", s.zipfS)
+	case math.IsNaN(s.leaseFraction) || s.leaseFraction < 0 || s.leaseFraction > 1:
+		return bad("-lease-fraction %v: must be in [0, 1] (0 turns leases off)", s.leaseFraction)
+	case s.mode == modeSweep && set["lease-fraction"]:
+		return bad("-lease-fraction with -sweep lease: the sweep varies it")
+	case s.out == "":
+		return bad("-out: empty directory name")
+	}
+
+	i := slices.IndexFunc(algorithms, func(a namedAlgorithm) bool { return a.name == *algFlag })
+	if i < 0 {
+		return bad("-algorithm %q: want one of token-bucket, leaky-bucket, fixed-window, sliding-window-log, sliding-window-counter", *algFlag)
+	}
+	s.algorithm = algorithms[i].alg
+
+	if *limitFlag != "" {
+		l, err := parseLimit(*limitFlag)
+		if err != nil {
+			return bad("-limit %q: %v", *limitFlag, err)
+		}
+		s.limit = l
+	}
+
+	switch {
+	case s.mode == modeFault && set["workload"]:
+		return bad("-workload with -fault: the fault run has its own mix of hot and zipf keys")
+	case s.mode == modeFault:
+		s.workloads = nil
+	case *workload == "all" && s.mode == modeSweep && !set["workload"]:
+		s.workloads = []string{"hot", "zipf"}
+	case *workload == "all":
+		s.workloads = names
+	case slices.Contains(names, *workload):
+		s.workloads = []string{*workload}
+	default:
+		return bad("-workload %q: want one of %s or all", *workload, strings.Join(names, ", "))
+	}
+
+	if s.mode == modeFault {
+		switch {
+		case s.interval < minInterval:
+			return bad("-interval %v: at least %v", s.interval, minInterval)
+		case s.duration/s.interval > maxIntervals:
+			return bad("-duration %v / -interval %v: at most %d rows in the timeline", s.duration, s.interval, maxIntervals)
+		case s.duration < 3*s.interval:
+			return bad("-duration %v: at least 3 × -interval (%v) with -fault", s.duration, s.interval)
+		}
+	} else if set["interval"] {
+		return bad("-interval without -fault: only the fault timeline has rows per interval")
+	}
+
+	if *nodes != "" {
+		opts, err := parseNodes(*nodes)
+		if err != nil {
+			return bad("-nodes: %v", err)
+		}
+		if s.mode == modeFault {
+			return bad("-fault with -nodes: faults are injected into embedded nodes only; bench never kills a node it did not start")
+		}
+		s.nodes = opts
+	}
+
+	// Every limit the run will use must be valid for the chosen algorithm.
+	for _, name := range s.limitNames() {
+		l := s.workloadLimit(name)
+		if err := l.Validate(); err != nil {
+			if s.limit.Rate == 0 {
+				return bad("-algorithm %s: the %s workload's default limit %s: %v; give a -limit", *algFlag, name, formatLimit(l), err)
+			}
+			return bad("-limit %q with -algorithm %s: %v", *limitFlag, *algFlag, err)
+		}
+	}
+	return s, nil
+}
+
+// limitNames lists the workloads whose limits the run uses.
+func (s settings) limitNames() []string {
+	if s.mode == modeFault {
+		return []string{"hot", "zipf"}
+	}
+	return s.workloads
+}
+
+// parseLimit reads "rate/period": a positive integer (underscores
+// allowed) and s, m, h or a Go duration such as 250ms or 10s.
+func parseLimit(v string) (hybrid.Limit, error) {
+	r, p, ok := strings.Cut(v, "/")
+	if !ok {
+		return hybrid.Limit{}, errors.New("want rate/period, for example 10000/s or 1000/m")
+	}
+	rate, err := strconv.ParseInt(strings.ReplaceAll(strings.TrimSpace(r), "_", ""), 10, 64)
+	if err != nil || rate < 1 {
+		return hybrid.Limit{}, fmt.Errorf("rate %q: want a positive integer", r)
+	}
+	var period time.Duration
+	switch p = strings.TrimSpace(p); p {
+	case "s":
+		period = time.Second
+	case "m":
+		period = time.Minute
+	case "h":
+		period = time.Hour
+	default:
+		period, err = time.ParseDuration(p)
+		if err != nil || period <= 0 {
+			return hybrid.Limit{}, fmt.Errorf("period %q: want s, m, h or a positive duration such as 250ms", p)
+		}
+	}
+	l := hybrid.Limit{Rate: rate, Period: period}
+	if err := l.Validate(); err != nil {
+		return hybrid.Limit{}, err
+	}
+	return l, nil
+}
+
+// formatLimit writes a limit as -limit reads it: "1000/s", "10/250ms".
+func formatLimit(l hybrid.Limit) string {
+	p := l.Period.String()
+	switch l.Period {
+	case time.Second:
+		p = "s"
+	case time.Minute:
+		p = "m"
+	case time.Hour:
+		p = "h"
+	}
+	return strconv.FormatInt(l.Rate, 10) + "/" + p
+}
+
+// parseNodes reads the comma-separated URLs of -nodes with redis.ParseURL.
+func parseNodes(v string) ([]*redis.Options, error) {
+	var out []*redis.Options
+	seen := map[string]bool{}
+	for raw := range strings.SplitSeq(v, ",") {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
+			return nil, errors.New("empty URL in the list")
+		}
+		shown := redactURL(raw)
+		if !strings.HasPrefix(raw, "redis://") && !strings.HasPrefix(raw, "rediss://") {
+			return nil, fmt.Errorf("%s: want a redis:// or rediss:// URL", shown)
+		}
+		o, err := redis.ParseURL(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s", shown, firstLine(strings.ReplaceAll(err.Error(), raw, shown)))
+		}
+		name := nodeName(o)
+		if seen[name] {
+			return nil, fmt.Errorf("%s: node %s given twice", shown, name)
+		}
+		seen[name] = true
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// nodeName names a node on hybrid's ring: its address, and its database
+// when not 0. Every instance uses the same names for the same nodes.
+func nodeName(o *redis.Options) string {
+	if o.DB != 0 {
+		return o.Addr + "/" + strconv.Itoa(o.DB)
+	}
+	return o.Addr
+}
+
+// redactURL hides the password of a URL for messages.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "a node URL"
+	}
+	return u.Redacted()
+}
+
+// firstLine returns s up to its first newline.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

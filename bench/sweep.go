@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+)
+
+// sweepFractions are the Lease.MaxFraction values -sweep lease runs, 0
+// (leases off) first.
+var sweepFractions = []float64{0, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05}
+
+// sweepChart is the file -sweep lease writes in -out.
+const sweepChart = "lease-sweep.svg"
+
+// runSweep runs each selected workload against redis_rate once, as the
+// baseline, and against hybridlimit once per sweepFractions value; it
+// prints the table and writes the chart.
+func runSweep(ctx context.Context, e *env, stdout io.Writer) (err error) {
+	s := e.s
+	runs := len(s.workloads) * (1 + len(sweepFractions))
+	e.prog = newProgress(e.stderr, s.quiet, time.Duration(runs)*s.duration)
+	rep := newReport(stdout, s.json, true)
+	defer func() {
+		e.prog.finish()
+		err = errors.Join(err, rep.flush())
+	}()
+	var all []result
+	for _, name := range s.workloads {
+		w := newWorkload(name, s)
+		res, err := measureOne(ctx, e, w, sysRedisRate, 0)
+		if err != nil {
+			return err
+		}
+		if err := rep.add(res); err != nil {
+			return err
+		}
+		all = append(all, res)
+		for _, f := range sweepFractions {
+			res, err := measureOne(ctx, e, w, sysHybrid, f)
+			if err != nil {
+				return err
+			}
+			if err := rep.add(res); err != nil {
+				return err
+			}
+			all = append(all, res)
+		}
+	}
+	if err := rep.flush(); err != nil {
+		return err
+	}
+	path := filepath.Join(s.out, sweepChart)
+	if err := writeSVG(path, sweepPlots(s.workloads, all)...); err != nil {
+		return err
+	}
+	if s.json {
+		fmt.Fprintf(e.stderr, "wrote %s\n", path)
+	} else {
+		fmt.Fprintf(stdout, "\nwrote %s\n", path)
+	}
+	return nil
+}
+
+// sweepPlots draws decisions/s and admitted/ideal against the lease size:
+// per workload a line for hybridlimit, a dashed one for redis_rate (the
+// same at every size), and in the accuracy panel a dashed line for the
+// over-admission bound, 100% + the most units outstanding in leases.
+func sweepPlots(workloads []string, all []result) []*plot.Plot {
+	const xLabel = "Lease.MaxFraction (largest lease, % of the limit)"
+	rate := newPlot("decisions/s against lease size (log scale)", xLabel, "decisions/s")
+	useLogY(rate)
+	acc := newPlot("admitted/ideal against lease size, with the over-admission bound", xLabel, "admitted/ideal (%)")
+	labels := make([]string, len(sweepFractions))
+	for i, f := range sweepFractions {
+		labels[i] = leaseLabel(f)
+	}
+	for wi, name := range workloads {
+		var hyb, base, pct, bound plotter.XYs
+		for _, r := range all {
+			if r.Workload != name {
+				continue
+			}
+			if r.System == sysRedisRate {
+				base = plotter.XYs{{X: 0, Y: positive(r.DecisionsPerSec)}, {X: float64(len(sweepFractions) - 1), Y: positive(r.DecisionsPerSec)}}
+				continue
+			}
+			x := float64(fractionIndex(r.LeaseFraction))
+			hyb = append(hyb, plotter.XY{X: x, Y: positive(r.DecisionsPerSec)})
+			pct = append(pct, plotter.XY{X: x, Y: r.AdmittedPctOfIdeal})
+			bound = append(bound, plotter.XY{X: x, Y: 100 + r.LeaseBoundPct})
+		}
+		if len(hyb) == 0 {
+			continue
+		}
+		// The errors of addLine are for empty series, which these are not.
+		_ = addLine(rate, name+" hybridlimit", 2*wi, false, hyb)
+		if base != nil {
+			_ = addLine(rate, name+" redis_rate", 2*wi+1, true, base)
+		}
+		_ = addLine(acc, name+" hybridlimit", 2*wi, false, pct)
+		_ = addLine(acc, name+" bound", 2*wi+1, true, bound)
+	}
+	n := 2 * len(workloads)
+	headroom(rate, n)
+	headroom(acc, n)
+	rate.NominalX(labels...)
+	acc.NominalX(labels...)
+	rate.X.Label.Text, acc.X.Label.Text = xLabel, xLabel
+	return []*plot.Plot{rate, acc}
+}
+
+// fractionIndex is the position of f in sweepFractions.
+func fractionIndex(f float64) int {
+	for i, x := range sweepFractions {
+		if x == f {
+			return i
+		}
+	}
+	return 0
+}

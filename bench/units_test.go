@@ -1,0 +1,178 @@
+package main
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hybridlimit/hybridlimit/hybrid"
+)
+
+func TestParseLimit(t *testing.T) {
+	tests := []struct {
+		in   string
+		want hybrid.Limit
+		ok   bool
+	}{
+		{"10000/s", hybrid.PerSecond(10000), true},
+		{"1000/m", hybrid.PerMinute(1000), true},
+		{"100/h", hybrid.PerHour(100), true},
+		{"50/250ms", hybrid.Limit{Rate: 50, Period: 250 * time.Millisecond}, true},
+		{"1_000_000/1s", hybrid.PerSecond(1_000_000), true},
+		{" 7 / 2s ", hybrid.Limit{Rate: 7, Period: 2 * time.Second}, true},
+		{"10", hybrid.Limit{}, false},
+		{"0/s", hybrid.Limit{}, false},
+		{"-5/s", hybrid.Limit{}, false},
+		{"5/0s", hybrid.Limit{}, false},
+		{"5/1ns", hybrid.Limit{}, false}, // not a whole number of microseconds
+		{"5/d", hybrid.Limit{}, false},
+		{"99999999999999999999/s", hybrid.Limit{}, false},
+	}
+	for _, tt := range tests {
+		got, err := parseLimit(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("parseLimit(%q) = %v, %v; want %v, ok %v", tt.in, got, err, tt.want, tt.ok)
+		}
+		if tt.ok {
+			if back, err := parseLimit(formatLimit(got)); err != nil || back != got {
+				t.Errorf("parseLimit(formatLimit(%v)) = %v, %v; want it back", got, back, err)
+			}
+		}
+	}
+}
+
+func TestKeyCapacity(t *testing.T) {
+	// 12:00:00.5 UTC, a run of 2.2 s.
+	start := time.Date(2025, 1, 1, 12, 0, 0, 500_000_000, time.UTC)
+	elapsed := 2200 * time.Millisecond
+	tests := []struct {
+		l    hybrid.Limit
+		want float64
+	}{
+		{hybrid.PerSecond(100), 100 + 220},
+		{hybrid.Limit{Rate: 100, Period: time.Second, Burst: 10}, 10 + 220},
+		{hybrid.Limit{Algorithm: hybrid.LeakyBucket, Rate: 100, Period: time.Second}, 100 + 220},
+		{hybrid.Limit{Algorithm: hybrid.SlidingWindowCounter, Rate: 100, Period: time.Second}, 100 + 220},
+		// [0.5, 2.7] touches the windows of seconds 0, 1 and 2.
+		{hybrid.Limit{Algorithm: hybrid.FixedWindow, Rate: 100, Period: time.Second}, 300},
+		{hybrid.Limit{Algorithm: hybrid.FixedWindow, Rate: 100, Period: time.Minute}, 100},
+		{hybrid.Limit{Algorithm: hybrid.SlidingWindowLog, Rate: 100, Period: time.Second}, 300},
+		{hybrid.Limit{Algorithm: hybrid.SlidingWindowLog, Rate: 100, Period: time.Minute}, 100},
+	}
+	for _, tt := range tests {
+		if got := keyCapacity(tt.l, start, elapsed); math.Abs(got-tt.want) > 1e-6 {
+			t.Errorf("keyCapacity(%v, 2.2s) = %v, want %v", tt.l, got, tt.want)
+		}
+	}
+	perKey := map[int]int64{0: 1000, 1: 5, 2: 320}
+	if got := ideal(hybrid.PerSecond(100), perKey, start, elapsed); math.Abs(got-645) > 1e-6 {
+		t.Errorf("ideal = %v, want 320 + 5 + 320", got)
+	}
+}
+
+func TestHist(t *testing.T) {
+	var h hist
+	if q := h.quantile(0.5); q != 0 {
+		t.Errorf("empty quantile = %v, want 0", q)
+	}
+	// 1..10000 µs, one each: p50 is 5000 µs, p99 9900 µs, within 9%.
+	for i := 1; i <= 10000; i++ {
+		h.add(time.Duration(i) * time.Microsecond)
+	}
+	for _, tt := range []struct{ q, want float64 }{{0.5, 5000}, {0.99, 9900}, {0.001, 10}} {
+		if got := h.quantile(tt.q); math.Abs(got-tt.want)/tt.want > 0.09 {
+			t.Errorf("quantile(%v) = %v µs, want %v within 9%%", tt.q, got, tt.want)
+		}
+	}
+	for _, d := range []time.Duration{0, 1, 7, 8, 9, 1000, time.Second, time.Hour * 1000} {
+		b := binOf(d)
+		if b < 0 || b >= histBins {
+			t.Fatalf("binOf(%v) = %d, out of range", d, b)
+		}
+		if d > 0 && d < time.Hour {
+			if v := binValue(b); math.Abs(v-float64(d))/float64(d) > 0.07 {
+				t.Errorf("binValue(binOf(%v)) = %v, want within 7%%", d, v)
+			}
+		}
+	}
+	var m hist
+	m.merge(&h)
+	m.merge(&h)
+	if m.n != 2*h.n || m.quantile(0.5) != h.quantile(0.5) {
+		t.Errorf("merge: n %d, p50 %v; want %d, %v", m.n, m.quantile(0.5), 2*h.n, h.quantile(0.5))
+	}
+}
+
+func TestBreakerTimes(t *testing.T) {
+	ms := func(v float64) *float64 { return &v }
+	at := func(ms int) time.Duration { return time.Duration(ms) * time.Millisecond }
+	samples := []sample{{at(0), 0}, {at(100), 0}, {at(120), 2}, {at(140), 4}, {at(500), 4}, {at(520), 1}, {at(540), 0}, {at(560), 3}, {at(580), 0}, {at(600), 0}}
+	tests := []struct {
+		name        string
+		faultAt     time.Duration
+		backAt      *float64
+		deg, recovr *float64
+	}{
+		{"kill", at(100), nil, ms(40), nil},
+		{"pause", at(100), ms(0.5), ms(40), ms(80)},
+		{"not injected", -1, nil, nil, nil},
+		{"never all degraded", at(550), ms(0.55), nil, ms(30)},
+		{"never recovered", at(100), ms(0.7), ms(40), nil},
+	}
+	for _, tt := range tests {
+		deg, rec := breakerTimes(samples, tt.faultAt, tt.backAt, 4)
+		if !sameFloat(deg, tt.deg) || !sameFloat(rec, tt.recovr) {
+			t.Errorf("%s: breakerTimes = %v, %v; want %v, %v", tt.name, show(deg), show(rec), show(tt.deg), show(tt.recovr))
+		}
+	}
+}
+
+func sameFloat(a, b *float64) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return math.Abs(*a-*b) < 1e-9
+}
+
+func show(p *float64) any {
+	if p == nil {
+		return "nil"
+	}
+	return *p
+}
+
+// TestChartsDegenerateData draws charts from data gonum cannot put on a
+// log axis as is: zeros, one value everywhere, latencies below 1 µs.
+func TestChartsDegenerateData(t *testing.T) {
+	dir := t.TempDir()
+	var rows []second
+	for i := range 4 {
+		rows = append(rows, second{T: float64(i), Interval: 1, Sources: map[string]int64{}, P99us: 0.5})
+	}
+	sum := faultSummary{Fault: "restart", Node: "n", Sources: map[string]int64{"lease": 0}}
+	marks := []marker{{x: 1, label: "restart n"}, {x: 1.01, label: "back n", row: 1}}
+	if err := writeSVG(dir+"/f.svg", faultPlots(rows, sum, marks)...); err != nil {
+		t.Errorf("fault chart of zeros: %v", err)
+	}
+	res := []result{{Workload: "hot", System: sysRedisRate}, {Workload: "hot", System: sysHybrid, LeaseFraction: 0.01}}
+	if err := writeSVG(dir+"/s.svg", sweepPlots([]string{"hot"}, res)...); err != nil {
+		t.Errorf("sweep chart of zeros: %v", err)
+	}
+	svgTexts(t, dir+"/f.svg")
+	svgTexts(t, dir+"/s.svg")
+	for _, tt := range []struct {
+		lo, hi float64
+		want   string
+	}{{0.05, 2, "0.1"}, {3, 2e6, "1M"}} {
+		var labels []string
+		for _, tk := range (logTicks{}).Ticks(tt.lo, tt.hi) {
+			if tk.Label != "" {
+				labels = append(labels, tk.Label)
+			}
+		}
+		if !slices.Contains(labels, tt.want) {
+			t.Errorf("logTicks(%v, %v) labels %q, want %q among them", tt.lo, tt.hi, labels, tt.want)
+		}
+	}
+}
