@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/sony/gobreaker/v2"
 )
@@ -183,6 +184,13 @@ type Breaker struct {
 	stats   counters
 	seq     atomic.Uint64 // transitions so far; written under gobreaker's lock
 	pending atomic.Pointer[transition]
+
+	// openUntil is, while the breaker is open, the instant (ns since base)
+	// its OpenTimeout ends; 0 otherwise. It lets Allow and Open refuse
+	// without taking gobreaker's mutex, which every caller of an open
+	// node's keys would otherwise queue on.
+	base      time.Time
+	openUntil atomic.Int64
 }
 
 // New returns a closed Breaker for the node called name. cfg is copied and
@@ -197,7 +205,7 @@ func New(name string, cfg Config) (*Breaker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Breaker{name: name, cfg: cfg, logger: cfg.Logger}
+	b := &Breaker{name: name, cfg: cfg, logger: cfg.Logger, base: time.Now()}
 	trip := cfg.ConsecutiveFailures
 	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:        name,
@@ -252,6 +260,10 @@ func noop(Outcome) {}
 // forever: half-open has no timeout, so the breaker would stay half-open,
 // rejecting everything, until the process restarts.
 func (b *Breaker) Allow() (done func(Outcome), ok bool) {
+	if b.Open() {
+		b.stats.rejected.Add(1)
+		return noop, false
+	}
 	report, err := b.cb.Allow()
 	if err != nil {
 		// gobreaker.ErrOpenState or gobreaker.ErrTooManyRequests.
@@ -284,11 +296,26 @@ func (b *Breaker) Allow() (done func(Outcome), ok bool) {
 	}, true
 }
 
+// Open reports whether the breaker is open and its OpenTimeout has not yet
+// passed, so that a call now would be refused. It takes no lock.
+func (b *Breaker) Open() bool {
+	u := b.openUntil.Load()
+	return u != 0 && int64(time.Since(b.base)) < u
+}
+
 // onStateChange is gobreaker's OnStateChange. gobreaker calls it with its
 // mutex held, so it only counts and records the transition, lock-free; the
 // goroutine that caused it logs it via flush once the lock is released.
 func (b *Breaker) onStateChange(_ string, from, to gobreaker.State) {
 	t := &transition{from: fromGobreaker(from), to: fromGobreaker(to)}
+	if t.to == Open {
+		// gobreaker's own expiry was set just before this call, so this
+		// one ends a little later: never earlier than gobreaker lets
+		// probes through.
+		b.openUntil.Store(int64(time.Since(b.base) + b.cfg.OpenTimeout))
+	} else {
+		b.openUntil.Store(0)
+	}
 	switch t.to {
 	case Open:
 		b.stats.toOpen.Add(1)

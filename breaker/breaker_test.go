@@ -208,12 +208,21 @@ func TestHalfOpenAfterOpenTimeout(t *testing.T) {
 		const timeout = 3 * time.Second
 		b, rec := newBreaker(t, breaker.Config{ConsecutiveFailures: 1, OpenTimeout: timeout, HalfOpenProbes: 3})
 		trip(t, b)
+		if !b.Open() {
+			t.Errorf("Open() = false just after the trip, want true")
+		}
 
 		time.Sleep(timeout - time.Nanosecond)
 		wantRejected(t, b)
+		if !b.Open() {
+			t.Errorf("Open() = false before OpenTimeout, want true")
+		}
 		// gobreaker half-opens once the expiry is strictly Before now.
 		time.Sleep(time.Nanosecond)
 		wantState(t, b, breaker.Open)
+		if b.Open() {
+			t.Errorf("Open() = true once OpenTimeout has passed, want false")
+		}
 		time.Sleep(time.Nanosecond)
 		wantState(t, b, breaker.HalfOpen)
 
@@ -233,6 +242,9 @@ func TestHalfOpenAfterOpenTimeout(t *testing.T) {
 		wantState(t, b, breaker.HalfOpen)
 		dones[2](breaker.Success)
 		wantState(t, b, breaker.Closed)
+		if b.Open() {
+			t.Errorf("Open() = true when closed, want false")
+		}
 
 		want := []string{"closed->open@WARN", "open->half-open@INFO", "half-open->closed@INFO"}
 		if got := rec.transitions(); fmt.Sprint(got) != fmt.Sprint(want) {

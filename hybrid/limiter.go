@@ -200,7 +200,9 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 		}
 	}
 	nd := l.locate(key)
-	if nd == nil {
+	if nd == nil || nd.br.Open() {
+		// No node, or its breaker is open: nothing would be sent, so do
+		// not queue for the node's batch either.
 		return l.fail(key, n, limits), nil
 	}
 	if lease {
