@@ -1,16 +1,23 @@
 -- Reading limits from ARGV and choosing the binding limit, shared by the
 -- entry points below. A limit is five integers: algorithm, quantum (µs),
 -- period (quanta), rate, capacity; its key is the next one in KEYS.
+-- The spec of the limit read last at each position j: a batch usually
+-- repeats its limits, and Redis interns strings, so five comparisons of
+-- ARGV strings replace five tonumber calls and a table.
+local last_args = {}
+
 local function read_views(ai, ki, nl, now)
   local views = {}
   for j = 1, nl do
-    local sp = {
-      alg = tonumber(ARGV[ai]),
-      q = tonumber(ARGV[ai + 1]),
-      p = tonumber(ARGV[ai + 2]),
-      r = tonumber(ARGV[ai + 3]),
-      c = tonumber(ARGV[ai + 4]),
-    }
+    local a1, a2, a3, a4, a5 = ARGV[ai], ARGV[ai + 1], ARGV[ai + 2], ARGV[ai + 3], ARGV[ai + 4]
+    local l = last_args[j]
+    local sp
+    if l and l[1] == a1 and l[2] == a2 and l[3] == a3 and l[4] == a4 and l[5] == a5 then
+      sp = l.sp
+    else
+      sp = {alg = tonumber(a1), q = tonumber(a2), p = tonumber(a3), r = tonumber(a4), c = tonumber(a5)}
+      last_args[j] = {a1, a2, a3, a4, a5, sp = sp}
+    end
     local A = ALG[sp.alg]
     local v = A.look(KEYS[ki], sp, now)
     v.A = A

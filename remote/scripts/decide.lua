@@ -4,6 +4,7 @@
 -- retry (µs), reset (µs), delay (µs).
 local now = clock()
 local out = {}
+local oi = 0
 local ai = 2
 local ki = 1
 for _ = 1, tonumber(ARGV[1]) do
@@ -23,11 +24,12 @@ for _ = 1, tonumber(ARGV[1]) do
     end
   end
   local best, d = bind(views, cost, all)
-  out[#out + 1] = all and 1 or 0
-  out[#out + 1] = best
-  out[#out + 1] = d[1]
-  out[#out + 1] = d[2]
-  out[#out + 1] = d[3]
-  out[#out + 1] = d[4]
+  out[oi + 1] = all and 1 or 0
+  out[oi + 2] = best
+  out[oi + 3] = d[1]
+  out[oi + 4] = d[2]
+  out[oi + 5] = d[3]
+  out[oi + 6] = d[4]
+  oi = oi + 6
 end
 return out

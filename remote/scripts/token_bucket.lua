@@ -5,10 +5,11 @@
 local TB = {}
 
 function TB.look(key, sp, raw)
-  local v = {sp = sp, key = key, raw = raw, now = raw, nq = fdiv(raw, sp.q), d = 0}
+  local nq = fdiv(raw, sp.q)
+  local v = {sp = sp, key = key, raw = raw, now = raw, nq = nq, d = 0, base = modmul(nq, sp.r)}
   local s = rcall('GET', key)
   if s then
-    local diff = mod52(tonumber(s) - modmul(v.nq, sp.r))
+    local diff = mod52(tonumber(s) - v.base)
     if diff >= TWO51 then
       diff = diff - TWO52
     end
@@ -48,7 +49,7 @@ function TB.store(v, d)
     return
   end
   local until_us = (v.nq + cdiv(d, v.sp.r)) * v.sp.q
-  rcall('SET', v.key, str(mod52(modmul(v.nq, v.sp.r) + d)), 'PX', ttl_ms(until_us, v.raw))
+  rcall('SET', v.key, str(mod52(v.base + d)), 'PX', ttl_ms(until_us, v.raw))
 end
 
 function TB.commit(v, cost)
