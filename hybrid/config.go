@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/remote"
 )
 
 // DefaultTimeout bounds each remote call when Config.Timeout is 0.
@@ -14,6 +16,9 @@ const DefaultTimeout = 50 * time.Millisecond
 
 // MaxKeyLen is the longest key accepted, in bytes.
 const MaxKeyLen = 512
+
+// MaxLimits is the most limits one request may carry.
+const MaxLimits = remote.MaxLimits
 
 // FailureMode says how a request is answered when its node cannot decide.
 type FailureMode uint8

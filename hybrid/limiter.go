@@ -267,11 +267,21 @@ func validate(key string, n int64, limits []Limit) error {
 	if len(key) == 0 || len(key) > MaxKeyLen {
 		return fmt.Errorf("%w: length %d, want 1 to %d bytes", ErrInvalidKey, len(key), MaxKeyLen)
 	}
+	return CheckLimits(n, limits...)
+}
+
+// CheckLimits reports whether a request of n units against limits is one
+// AllowN accepts, with the error AllowN would return: an error wrapping
+// ErrInvalidLimit for no limits, more than MaxLimits, an invalid limit or
+// one given twice (limits equal in canonical form); ErrInvalidCost for n
+// below 1; ErrCostExceedsLimit for n above a limit's capacity. Use it to
+// validate configuration before any request is made.
+func CheckLimits(n int64, limits ...Limit) error {
 	if len(limits) == 0 {
 		return fmt.Errorf("%w: no limits", ErrInvalidLimit)
 	}
-	if len(limits) > remote.MaxLimits {
-		return fmt.Errorf("%w: %d limits, at most %d", ErrInvalidLimit, len(limits), remote.MaxLimits)
+	if len(limits) > MaxLimits {
+		return fmt.Errorf("%w: %d limits, at most %d", ErrInvalidLimit, len(limits), MaxLimits)
 	}
 	for _, lim := range limits {
 		if err := lim.Validate(); err != nil {

@@ -31,6 +31,16 @@ const (
 
 var sourceNames = [...]string{"remote", "lease", "deny-cache", "fallback", "fail-open", "fail-closed"}
 
+// Sources returns every Source, in order: for a metrics exporter that wants
+// each series to exist from the start.
+func Sources() []Source {
+	out := make([]Source, numSources)
+	for i := range out {
+		out[i] = Source(i)
+	}
+	return out
+}
+
 // String returns a short lower-case name, for example "remote".
 func (s Source) String() string {
 	if s < numSources {
