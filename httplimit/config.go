@@ -1,0 +1,203 @@
+package httplimit
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// Defaults of Config.
+const (
+	// DefaultAPIKeyHeader is the header that carries API keys.
+	DefaultAPIKeyHeader = "X-API-Key"
+	// DefaultForwardedHeader is the header trusted proxies append the
+	// client's address to.
+	DefaultForwardedHeader = "X-Forwarded-For"
+	// DefaultPrefix starts every key the Middleware sends to the Limiter.
+	DefaultPrefix = "http:"
+	// DefaultIPv4Prefix and DefaultIPv6Prefix are the prefix lengths
+	// clients are keyed by: one IPv4 address, one IPv6 /64 (what a
+	// single subscriber is usually given).
+	DefaultIPv4Prefix = 32
+	DefaultIPv6Prefix = 64
+)
+
+// maxPrefixLen bounds Config.Prefix, so that every key fits in
+// hybrid.MaxKeyLen whatever the request.
+const maxPrefixLen = 64
+
+// HeaderStyle selects the rate-limit header fields of a response.
+type HeaderStyle uint8
+
+const (
+	// HeadersDraft (the default) sends the fields of the IETF draft
+	// draft-ietf-httpapi-ratelimit-headers: RateLimit-Policy, one item
+	// per limit of the rule, and RateLimit, for the binding limit.
+	HeadersDraft HeaderStyle = iota
+	// HeadersLegacy sends X-RateLimit-Limit, X-RateLimit-Remaining and
+	// X-RateLimit-Reset for the binding limit.
+	HeadersLegacy
+	// HeadersBoth sends both sets.
+	HeadersBoth
+	// HeadersNone sends neither (a denial still carries Retry-After).
+	HeadersNone
+)
+
+// String returns the style's Go name, for example "HeadersDraft".
+func (s HeaderStyle) String() string {
+	switch s {
+	case HeadersDraft:
+		return "HeadersDraft"
+	case HeadersLegacy:
+		return "HeadersLegacy"
+	case HeadersBoth:
+		return "HeadersBoth"
+	case HeadersNone:
+		return "HeadersNone"
+	}
+	return fmt.Sprintf("HeaderStyle(%d)", uint8(s))
+}
+
+func (s HeaderStyle) draft() bool  { return s == HeadersDraft || s == HeadersBoth }
+func (s HeaderStyle) legacy() bool { return s == HeadersLegacy || s == HeadersBoth }
+
+// Config configures a Middleware. The zero value of each field means its
+// documented default. Only Rules can change later (SetRules, Watch).
+type Config struct {
+	// Rules are the rules in force until SetRules or Watch replaces them.
+	// Default: none, so every request passes unlimited.
+	Rules RuleSet
+
+	// TrustedProxies lists the proxies, as CIDR prefixes ("10.0.0.0/8")
+	// or single addresses ("2001:db8::1"), whose forwarding header is
+	// believed. A request from any other peer is keyed by its
+	// RemoteAddr, whatever headers it sends. Default: none. A prefix of
+	// length 0 is refused: it would let every client choose its key.
+	TrustedProxies []string
+	// ForwardedHeader is the header the trusted proxies append the
+	// address of their peer to. "Forwarded" is parsed as RFC 7239 (its
+	// for= parameters); any other name as a comma-separated list of
+	// addresses, like X-Forwarded-For. Only one header is read: a proxy
+	// that sets X-Forwarded-For leaves a client's own Forwarded header
+	// untouched, and reading it would let the client choose its key.
+	// Default "X-Forwarded-For".
+	ForwardedHeader string
+	// IPv4Prefix and IPv6Prefix are the prefix lengths a client address
+	// is keyed by: every address of one IPv6 /64 shares one budget by
+	// default, since one subscriber is usually given a whole /64.
+	// Defaults 32 and 64.
+	IPv4Prefix, IPv6Prefix int
+
+	// APIKeyHeader is the header read for rules keyed by API key.
+	// Default "X-API-Key".
+	APIKeyHeader string
+	// VerifyAPIKey, when set, is asked about every API key before it is
+	// used as a key; a request whose key it rejects is keyed by its next
+	// source (user, then IP). Without it any non-empty value is taken,
+	// so a client can pick a fresh budget per request by sending a new
+	// key: set it, or authenticate before this middleware and key by
+	// user. Default nil.
+	VerifyAPIKey func(key string) bool
+	// User returns the authenticated user of a request, for rules keyed
+	// by user, and false for an anonymous one. Default nil: no user.
+	User func(*http.Request) (string, bool)
+	// Tier returns the tier of a request ("free", "pro"), which selects
+	// among rules that name a Tier; "" is no tier. Default nil: no tier.
+	Tier func(*http.Request) string
+
+	// Headers selects the rate-limit header fields. Default HeadersDraft.
+	Headers HeaderStyle
+	// ResetUnix sends X-RateLimit-Reset as a Unix time (now plus the
+	// binding limit's ResetAfter, rounded up) instead of delta seconds.
+	ResetUnix bool
+
+	// Prefix starts every key sent to the Limiter, followed by the rule
+	// name: "http:search:ip:203.0.113.7". At most 64 bytes. Default
+	// "http:".
+	Prefix string
+	// Logger receives reloads, rejected rule files, shadow denials (at
+	// most one line per rule per second) and Limiter errors. Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// withDefaults copies cfg, fills its defaults and validates it.
+func (c Config) withDefaults() (Config, []netip.Prefix, error) {
+	if c.ForwardedHeader == "" {
+		c.ForwardedHeader = DefaultForwardedHeader
+	}
+	c.ForwardedHeader = http.CanonicalHeaderKey(c.ForwardedHeader)
+	if c.APIKeyHeader == "" {
+		c.APIKeyHeader = DefaultAPIKeyHeader
+	}
+	c.APIKeyHeader = http.CanonicalHeaderKey(c.APIKeyHeader)
+	if c.IPv4Prefix == 0 {
+		c.IPv4Prefix = DefaultIPv4Prefix
+	}
+	if c.IPv6Prefix == 0 {
+		c.IPv6Prefix = DefaultIPv6Prefix
+	}
+	if c.IPv4Prefix < 1 || c.IPv4Prefix > 32 {
+		return c, nil, fmt.Errorf("%w: IPv4Prefix %d outside [1, 32]", ErrInvalidConfig, c.IPv4Prefix)
+	}
+	if c.IPv6Prefix < 1 || c.IPv6Prefix > 128 {
+		return c, nil, fmt.Errorf("%w: IPv6Prefix %d outside [1, 128]", ErrInvalidConfig, c.IPv6Prefix)
+	}
+	if c.Headers > HeadersNone {
+		return c, nil, fmt.Errorf("%w: unknown Headers %v", ErrInvalidConfig, c.Headers)
+	}
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	if len(c.Prefix) > maxPrefixLen {
+		return c, nil, fmt.Errorf("%w: Prefix of %d bytes, at most %d", ErrInvalidConfig, len(c.Prefix), maxPrefixLen)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	trusted, err := parseTrusted(c.TrustedProxies)
+	if err != nil {
+		return c, nil, err
+	}
+	c.TrustedProxies = append([]string(nil), c.TrustedProxies...)
+	return c, trusted, nil
+}
+
+// parseTrusted parses TrustedProxies. IPv4-mapped IPv6 prefixes
+// (::ffff:10.0.0.0/104) become IPv4 prefixes, as addresses are compared
+// unmapped.
+func parseTrusted(list []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(list))
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		var p netip.Prefix
+		if strings.Contains(s, "/") {
+			var err error
+			if p, err = netip.ParsePrefix(s); err != nil {
+				return nil, fmt.Errorf("%w: trusted proxy %q: %w", ErrInvalidConfig, s, err)
+			}
+		} else {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				return nil, fmt.Errorf("%w: trusted proxy %q: %w", ErrInvalidConfig, s, err)
+			}
+			if a.Zone() != "" {
+				return nil, fmt.Errorf("%w: trusted proxy %q: zones are not compared; drop %%%s", ErrInvalidConfig, s, a.Zone())
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		if a := p.Addr(); a.Is4In6() {
+			if p.Bits() < 96 {
+				return nil, fmt.Errorf("%w: trusted proxy %q: an IPv4-mapped prefix needs at least 96 bits", ErrInvalidConfig, s)
+			}
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
+		if p.Bits() == 0 {
+			return nil, fmt.Errorf("%w: trusted proxy %q trusts every address, which lets any client choose its key", ErrInvalidConfig, s)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}

@@ -1,0 +1,130 @@
+package httplimit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// reloadDebounce is how long Watch waits after the last change in the
+// directory before reading the file: an editor's save is several events
+// (truncate, write, rename), and reading between them would see a partial
+// file.
+const reloadDebounce = 100 * time.Millisecond
+
+// Watch puts the rules file at path in force (see ParseRules), then again
+// each time it changes, until ctx ends; it returns nil then, having stopped
+// every goroutine it started. It returns an error only when the directory
+// cannot be watched.
+//
+// Watch watches the file's directory, not the file, so that a save by
+// rename (most editors), a removal followed by a new file, and the symlink
+// swap of a Kubernetes ConfigMap volume are all seen. On each change it
+// reads the file; content identical to the last read is ignored. A file
+// that does not parse or validate is logged as an error and counted
+// (Stats.ReloadErrors), and the rules in force stay; so do they while the
+// file is missing (logged as a warning). A valid file is put in force with
+// SetRules: atomically, and rules that keep their name keep their budgets
+// and counters.
+//
+// Watch blocks; run it in a goroutine:
+//
+//	go func() {
+//		if err := mw.Watch(ctx, "rules.yaml"); err != nil {
+//			log.Print(err)
+//		}
+//	}()
+func (m *Middleware) Watch(ctx context.Context, path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("httplimit: watching %s: %w", path, err)
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("httplimit: watching %s: %w", path, err)
+	}
+	defer w.Close() // waits for the watcher's goroutine
+	if err := w.Add(filepath.Dir(abs)); err != nil {
+		return fmt.Errorf("httplimit: watching %s: %w", filepath.Dir(abs), err)
+	}
+	var last []byte                 // content last read; nil when missing
+	missing, failed := false, false // the last read found no file; a problem was logged
+	readErr := ""                   // the last read's error
+	reload := func() {
+		data, err := readRules(abs)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			readErr = ""
+			if !missing {
+				m.cfg.Logger.Warn("httplimit: rules file missing; the rules in force stay", "path", abs)
+			}
+			missing, failed, last = true, true, nil
+			return
+		case err != nil:
+			// Unreadable, or too large: a failed reload, counted once.
+			if msg := err.Error(); msg != readErr {
+				readErr = msg
+				m.reloadErrors.Add(1)
+				m.cfg.Logger.Error("httplimit: rules file not loaded; the rules in force stay", "path", abs, "err", err)
+			}
+			missing, failed, last = false, true, nil
+			return
+		}
+		missing, readErr = false, ""
+		if last != nil && bytes.Equal(data, last) {
+			return
+		}
+		last = data
+		rs, err := ParseRules(data)
+		if err == nil {
+			var changed bool
+			if changed, err = m.swap(rs); err == nil {
+				switch {
+				case changed:
+					m.cfg.Logger.Info("httplimit: rules reloaded", "path", abs, "rules", len(rs.Rules), "default", rs.Default != nil)
+				case failed:
+					m.cfg.Logger.Info("httplimit: rules file valid again; it holds the rules in force", "path", abs)
+				}
+				failed = false
+				return
+			}
+		} else {
+			m.reloadErrors.Add(1)
+		}
+		failed = true
+		m.cfg.Logger.Error("httplimit: rules file rejected; the rules in force stay", "path", abs, "err", err)
+	}
+	reload()
+
+	timer := time.NewTimer(reloadDebounce)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-w.Events:
+			if !ok {
+				return fmt.Errorf("httplimit: watching %s: watcher closed", abs)
+			}
+			// Any change in the directory may be ours (a symlink swapped
+			// under it, a rename onto it); the read is cheap and identical
+			// content is ignored.
+			timer.Reset(reloadDebounce)
+		case err, ok := <-w.Errors:
+			if !ok {
+				return fmt.Errorf("httplimit: watching %s: watcher closed", abs)
+			}
+			m.cfg.Logger.Warn("httplimit: watching rules file", "path", abs, "err", err)
+			timer.Reset(reloadDebounce) // events may have been lost
+		case <-timer.C:
+			reload()
+		}
+	}
+}
