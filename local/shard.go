@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/hybridlimit/hybridlimit/limit"
 )
@@ -28,13 +29,36 @@ const (
 // entry is the state of one limit of one key. The entries of one key form a
 // chain from the one its shard's map holds.
 type entry struct {
-	key   string      // the key, shared by the entries of the same key
+	// The fields a lookup reads come first, in one cache line with the
+	// start of the state a decision reads.
 	h     uint64      // the key's hash: the entry's chain in its shard's map
-	limit limit.Limit // the limit, compared with ==
 	next  *entry      // the next entry of the same hash, or nil
-	spec  limit.Spec  // the limit's integer form, computed once at insert
+	limit limit.Limit // the limit, compared with ==
+	key   string      // the key, shared by the entries of the same key
 	state limit.State // the limit's state for the key
+	spec  limit.Spec  // the limit's integer form, computed once at insert
 	used  int64       // µs of the last request that touched the entry
+}
+
+// entryKeyed is an entry allocated with room for a short key, so that
+// comparing the key reads memory next to the entry's rather than elsewhere.
+type entryKeyed struct {
+	entry
+	buf [inlineKey]byte
+}
+
+// inlineKey is the longest key stored in its entry's allocation.
+const inlineKey = 40
+
+// newEntry returns an entry for key holding its own copy of the key.
+func newEntry(key string) *entry {
+	if len(key) > inlineKey {
+		return &entry{key: strings.Clone(key)}
+	}
+	ek := new(entryKeyed)
+	n := copy(ek.buf[:], key)
+	ek.key = unsafe.String(&ek.buf[0], n) // points into ek: keeps it alive
+	return &ek.entry
 }
 
 // expired reports whether the entry's state no longer matters at nowUS: it
@@ -265,8 +289,8 @@ func (sh *shard) insert(g *group, h uint64, key string, lim limit.Limit, sp limi
 	} else {
 		sh.tidy(g, nowUS)
 	}
-	e := &entry{h: h, limit: lim, spec: sp, used: nowUS}
-	e.key = strings.Clone(key) // a copy the caller cannot change or pin
+	e := newEntry(key) // a copy the caller cannot change or pin
+	e.h, e.limit, e.spec, e.used = h, lim, sp, nowUS
 	if head := sh.m[h]; head != nil {
 		p := head
 		for ; ; p = p.next {
