@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -24,6 +25,20 @@ const (
 
 // writeSVG draws the plots one above the other, aligned, into one SVG
 // file at path.
+// writeChart writes plots to path as SVG and says so: on stderr when stdout
+// carries JSON lines, else after the table on stdout.
+func (e *env) writeChart(path string, stdout io.Writer, asJSON bool, plots ...*plot.Plot) error {
+	if err := writeSVG(path, plots...); err != nil {
+		return err
+	}
+	if asJSON {
+		fmt.Fprintf(e.stderr, "wrote %s\n", path)
+	} else {
+		fmt.Fprintf(stdout, "\nwrote %s\n", path)
+	}
+	return nil
+}
+
 func writeSVG(path string, plots ...*plot.Plot) (err error) {
 	defer func() {
 		// gonum panics on data it cannot draw (a log axis with a value

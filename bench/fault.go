@@ -339,15 +339,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 		}
 		marks = append(marks, marker{x: ev.at.Seconds(), label: ev.label, color: c, row: i})
 	}
-	if err := writeSVG(path, faultPlots(timeline, sum, marks)...); err != nil {
-		return err
-	}
-	if s.json {
-		fmt.Fprintf(e.stderr, "wrote %s\n", path)
-	} else {
-		fmt.Fprintf(stdout, "\nwrote %s\n", path)
-	}
-	return nil
+	return e.writeChart(path, stdout, s.json, faultPlots(timeline, sum, marks)...)
 }
 
 // locateHotKeys finds the node of each hot key: it sends one request per

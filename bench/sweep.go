@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"path/filepath"
 	"time"
@@ -57,15 +56,7 @@ func runSweep(ctx context.Context, e *env, stdout io.Writer) (err error) {
 		return err
 	}
 	path := filepath.Join(s.out, sweepChart)
-	if err := writeSVG(path, sweepPlots(s.workloads, all)...); err != nil {
-		return err
-	}
-	if s.json {
-		fmt.Fprintf(e.stderr, "wrote %s\n", path)
-	} else {
-		fmt.Fprintf(stdout, "\nwrote %s\n", path)
-	}
-	return nil
+	return e.writeChart(path, stdout, s.json, sweepPlots(s.workloads, all)...)
 }
 
 // sweepPlots draws decisions/s and admitted/ideal against the lease size:
