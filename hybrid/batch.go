@@ -2,6 +2,7 @@ package hybrid
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -52,7 +53,10 @@ func (l *Limiter) decide(ctx context.Context, nd *node, key string, n int64, lim
 		return d, binding, ok, err
 	}
 	c := &call{
-		req:      remote.Request{Key: key, Cost: n, Limits: limits},
+		// A copy: the caller's slice must not escape, or every call with
+		// variadic limits would allocate it, on the lease and denial-cache
+		// paths too.
+		req:      remote.Request{Key: key, Cost: n, Limits: slices.Clone(limits)},
 		deadline: deadline,
 		done:     make(chan struct{}),
 		lead:     make(chan []*call, 1),

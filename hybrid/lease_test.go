@@ -266,3 +266,28 @@ func TestLeaseCloseDuringTraffic(t *testing.T) {
 		t.Errorf("Allow after Close = %v, want ErrClosed", err)
 	}
 }
+
+// TestLeaseSpendAllocatesNothing: answering from a lease allocates nothing
+// (a background renewal, now and then, is averaged away).
+func TestLeaseSpendAllocatesNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	lim, err := New(Config{Addrs: []string{srv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lim.Close()
+	ctx := context.Background()
+	l := PerSecond(1_000_000_000)
+	for i := 0; i < 2000; i++ {
+		lim.Allow(ctx, "hot", l)
+	}
+	if r, _ := lim.Allow(ctx, "hot", l); r.Source != SourceLease {
+		t.Fatalf("Allow = %+v after 2000 requests, want the lease", r)
+	}
+	allocs := testing.AllocsPerRun(10_000, func() {
+		lim.Allow(ctx, "hot", l)
+	})
+	if allocs != 0 {
+		t.Errorf("an answer from a lease allocates %v times, want 0", allocs)
+	}
+}
