@@ -13,12 +13,9 @@ const MaxKeyLen = 512
 // DefaultPrefix starts every Redis key when Config.Prefix is empty.
 const DefaultPrefix = "rl:"
 
-// appendKey appends the Redis key of one limit of a user key:
-// <prefix>{<key>}:<algorithm>:<rate>:<period>[:<burst>].
-func appendKey(b []byte, prefix, key string, l limit.Limit) []byte {
-	b = append(b, prefix...)
-	b = append(b, '{')
-	b = append(b, key...)
+// appendSuffix appends what follows the user key in a Redis key:
+// }:<algorithm>:<rate>:<period>[:<burst>].
+func appendSuffix(b []byte, l limit.Limit) []byte {
 	b = append(b, "}:"...)
 	b = append(b, l.Algorithm.Code()...)
 	b = append(b, ':')
@@ -49,5 +46,8 @@ func appendPeriod(b []byte, d time.Duration) []byte {
 
 // Key returns the Redis key that holds the state of limit l for key.
 func (s *Store) Key(key string, l limit.Limit) string {
-	return string(appendKey(nil, s.prefix, key, l))
+	// The suffix is built on the stack and the key in one concatenation:
+	// one allocation per key.
+	var buf [96]byte
+	return s.prefix + "{" + key + string(appendSuffix(buf[:0], l))
 }

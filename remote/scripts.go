@@ -119,6 +119,29 @@ func (sc *script) run(ctx context.Context, c redis.Scripter, keys []string, args
 	return c.EvalSha(ctx, sc.sha, keys, args...)
 }
 
+// runInts is run for a script whose reply is an array of integers: the
+// reply is read straight into an []int64 (redis.IntSliceCmd) rather than
+// through []any, which would allocate a box for every value above 255.
+func (sc *script) runInts(ctx context.Context, c Client, keys []string, args []any) *redis.IntSliceCmd {
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, "evalsha", sc.sha, len(keys))
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	cmdArgs = append(cmdArgs, args...)
+	cmd := redis.NewIntSliceCmd(ctx, cmdArgs...)
+	_ = c.Process(ctx, cmd) // the error is the command's
+	if !isNoScript(cmd.Err()) {
+		return cmd
+	}
+	if err := c.ScriptLoad(ctx, sc.src).Err(); err != nil {
+		return cmd
+	}
+	cmd = redis.NewIntSliceCmd(ctx, cmdArgs...)
+	_ = c.Process(ctx, cmd)
+	return cmd
+}
+
 // load makes sure the node's cache holds the scripts of single algorithms:
 // one SCRIPT EXISTS, and SCRIPT LOAD only for those missing (a fresh node).
 // The others are loaded the first time a call meets NOSCRIPT.

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,6 +19,7 @@ const MaxLimits = 16
 type Client interface {
 	redis.Scripter
 	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
 var _ Client = (redis.UniversalClient)(nil)
@@ -31,9 +33,10 @@ type Config struct {
 // Store decides limits on one Redis node. It is safe for concurrent use and
 // holds no resources of its own: closing the client is the caller's.
 type Store struct {
-	rdb     Client
-	prefix  string
-	scripts *scriptSet
+	rdb      Client
+	prefix   string
+	scripts  *scriptSet
+	lastArgs atomic.Pointer[boxedSpec] // see specArgs
 }
 
 // New returns a Store on rdb. It does not contact Redis; call Load to load
@@ -107,11 +110,29 @@ const leaseCost = -1 << 63
 func (s *Store) appendRequest(keys []string, args []any, key string, limits []limit.Limit) ([]string, []any) {
 	args = append(args, len(limits))
 	for _, l := range limits {
-		sp, _ := l.Spec() // validated by check
 		keys = append(keys, s.Key(key, l))
-		args = append(args, int(sp.Algorithm), sp.Q, sp.P, sp.R, sp.C)
+		args = append(args, s.specArgs(l)...)
 	}
 	return keys, args
+}
+
+// specArgs are the five script arguments of a limit, boxed. The boxes of
+// the limit used last are kept: a busy node sees the same few limits over
+// and over, and boxing four integers above 255 allocates four times.
+func (s *Store) specArgs(l limit.Limit) []any {
+	if c := s.lastArgs.Load(); c != nil && c.l == l {
+		return c.args[:]
+	}
+	sp, _ := l.Spec() // validated by check
+	c := &boxedSpec{l: l, args: [5]any{int(sp.Algorithm), sp.Q, sp.P, sp.R, sp.C}}
+	s.lastArgs.Store(c)
+	return c.args[:]
+}
+
+// boxedSpec is a limit with its script arguments, boxed.
+type boxedSpec struct {
+	l    limit.Limit
+	args [5]any
 }
 
 // Decide decides one request of cost units for key against limits, all or
@@ -122,7 +143,7 @@ func (s *Store) Decide(ctx context.Context, key string, cost int64, limits ...li
 		return limit.Decision{}, 0, err
 	}
 	keys, args := s.appendRequest(make([]string, 0, len(limits)), []any{1, cost}, key, limits)
-	vals, err := s.scripts.decide[mask(limits)].run(ctx, s.rdb, keys, args).Int64Slice()
+	vals, err := s.scripts.decide[mask(limits)].runInts(ctx, s.rdb, keys, args).Result()
 	if err != nil {
 		return limit.Decision{}, 0, err
 	}
@@ -161,7 +182,7 @@ func (s *Store) DecideMany(ctx context.Context, reqs []Request, out []Result) er
 		return nil
 	}
 	args[0] = len(sent)
-	vals, err := s.scripts.decide[m].run(ctx, s.rdb, keys, args).Int64Slice()
+	vals, err := s.scripts.decide[m].runInts(ctx, s.rdb, keys, args).Result()
 	if err == nil && len(vals) != 6*len(sent) {
 		err = fmt.Errorf("%w: %d values for %d requests", ErrReply, len(vals), len(sent))
 	}
@@ -287,7 +308,7 @@ func (s *Store) Lease(ctx context.Context, key string, want int64, limits ...lim
 		return Lease{}, err
 	}
 	keys, args := s.appendRequest(make([]string, 0, len(limits)), []any{want}, key, limits)
-	v, err := s.scripts.lease[mask(limits)].run(ctx, s.rdb, keys, args).Int64Slice()
+	v, err := s.scripts.lease[mask(limits)].runInts(ctx, s.rdb, keys, args).Result()
 	if err != nil {
 		return Lease{}, err
 	}
