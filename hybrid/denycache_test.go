@@ -136,11 +136,17 @@ func TestDenyCacheHitAllocatesNothing(t *testing.T) {
 // processors busy for whole time slices, the goroutine whose Redis reply
 // had arrived waited past its Timeout, the breaker opened and every
 // instance's fallback admitted a full limit of its own (4.6× the limit).
+//
+// spinTimeout is four times the default Timeout, so that a CI machine busy
+// with other packages does not time calls out on its own; the starvation
+// held replies for hundreds of milliseconds, and still fails this test.
+const spinTimeout = 200 * time.Millisecond
+
 func TestSpinningCallersDoNotStarveRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	var lims []*Limiter
 	for i := 0; i < 4; i++ {
-		lim, err := New(Config{Addrs: []string{srv.Addr()}})
+		lim, err := New(Config{Addrs: []string{srv.Addr()}, Timeout: spinTimeout})
 		if err != nil {
 			t.Fatal(err)
 		}
