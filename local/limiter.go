@@ -52,7 +52,6 @@ func New(cfg Config) (*Limiter, error) {
 	per, extra := cfg.MaxKeys/cfg.Shards, cfg.MaxKeys%cfg.Shards
 	for i := range l.shards {
 		sh := &l.shards[i]
-		sh.m = make(map[uint64]*entry)
 		sh.cap = per
 		if i < extra {
 			sh.cap++

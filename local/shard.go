@@ -123,18 +123,19 @@ func idleAt(sp limit.Spec, s *limit.State) int64 {
 // lookup (which Go makes several times faster than one keyed by a struct of a
 // string and a Limit) and a short walk comparing limits.
 type shard struct {
-	mu   sync.Mutex
-	m    map[uint64]*entry
+	// The fields every decision reads come first, in one cache line.
+	mu sync.Mutex
+	// last is the entry of the latest single-limit request: a hot key is
+	// found without a lookup. Cleared when the entry is dropped.
+	last     *entry
+	lastHash uint64 // hash of last's key: other keys skip last without reading it
+	m        index  // key hash -> chain of entries
+
 	n    int // entries in all chains
 	cap  int // most entries the shard may hold
 	peak int // most keys m held since it was last built
 
-	// last is the entry of the latest single-limit request: a hot key is
-	// found without a map lookup. Cleared when the entry is dropped.
-	last     *entry
-	lastHash uint64 // hash of last's key: other keys skip last without reading it
-
-	_ [8]byte // to a 64-byte cache line
+	_ [48]byte // to two 64-byte cache lines
 }
 
 // find returns the entry of (key, lim) in the chain from head, or nil.
@@ -154,16 +155,16 @@ func (sh *shard) lookup(h uint64, key string, lim limit.Limit) *entry {
 	if e := sh.last; e != nil && sh.lastHash == h && e.limit == lim && e.key == key {
 		return e
 	}
-	return find(sh.m[h], key, lim)
+	return find(sh.m.get(h), key, lim)
 }
 
 // drop unlinks e, an entry of the chain from head.
 func (sh *shard) drop(head, e *entry) {
 	switch {
 	case head == e && e.next == nil:
-		delete(sh.m, e.h)
+		sh.m.del(e.h)
 	case head == e:
-		sh.m[e.h] = e.next
+		sh.m.put(e.h, e.next)
 	default:
 		p := head
 		for p.next != e {
@@ -230,7 +231,7 @@ func (g *group) holds(e *entry) bool {
 // ErrTooManyLimits when they cannot all fit in the shard. It returns -1, nil
 // when g is ready. Called with sh.mu held.
 func (sh *shard) gather(g *group, h uint64, key string, limits []limit.Limit, cost int64, capped bool, nowUS int64) (int, error) {
-	head := sh.m[h]
+	head := sh.m.get(h)
 	missing := false
 	for i, l := range limits {
 		c := l.Canonical()
@@ -272,7 +273,7 @@ func (sh *shard) gather(g *group, h uint64, key string, limits []limit.Limit, co
 func (sh *shard) settle(g *group, charged bool, nowUS int64) {
 	for i, e := range g.entries {
 		if !charged && g.fresh[i] {
-			sh.drop(sh.m[e.h], e)
+			sh.drop(sh.m.get(e.h), e)
 			continue
 		}
 		e.used = nowUS
@@ -291,7 +292,7 @@ func (sh *shard) insert(g *group, h uint64, key string, lim limit.Limit, sp limi
 	}
 	e := newEntry(key) // a copy the caller cannot change or pin
 	e.h, e.limit, e.spec, e.used = h, lim, sp, nowUS
-	if head := sh.m[h]; head != nil {
+	if head := sh.m.get(h); head != nil {
 		p := head
 		for ; ; p = p.next {
 			if p.key == key {
@@ -303,18 +304,18 @@ func (sh *shard) insert(g *group, h uint64, key string, lim limit.Limit, sp limi
 		}
 		p.next = e
 	} else {
-		sh.m[h] = e
-		sh.peak = max(sh.peak, len(sh.m))
+		sh.m.put(h, e)
+		sh.peak = max(sh.peak, sh.m.len())
 	}
 	sh.n++
 	return e
 }
 
 // tidy drops the retired entries among a few of the shard's, taken from a
-// random place (map iteration order). Called with sh.mu held.
+// random place of its index. Called with sh.mu held.
 func (sh *shard) tidy(g *group, nowUS int64) {
 	n := 0
-	for _, head := range sh.m {
+	sh.m.sample(func(head *entry) bool {
 		for e := head; e != nil; {
 			next := e.next
 			if e.retired(nowUS) && !g.holds(e) {
@@ -324,11 +325,12 @@ func (sh *shard) tidy(g *group, nowUS int64) {
 				}
 			}
 			if n++; n == tidySample {
-				return
+				return false
 			}
 			e = next
 		}
-	}
+		return true
+	})
 }
 
 // evict frees at least one place in the shard: it drops the expired entries
@@ -341,8 +343,7 @@ func (sh *shard) evict(g *group, nowUS int64) {
 		freed  bool
 		n      int
 	)
-sample:
-	for _, head := range sh.m {
+	sh.m.sample(func(head *entry) bool {
 		for e := head; e != nil; {
 			next := e.next
 			switch {
@@ -359,21 +360,22 @@ sample:
 				victim, oldest = e, e.used
 			}
 			if n++; n == evictSample {
-				break sample
+				return false
 			}
 			e = next
 		}
-	}
+		return true
+	})
 	if !freed && victim != nil {
-		sh.drop(sh.m[victim.h], victim)
+		sh.drop(sh.m.get(victim.h), victim)
 	}
 }
 
 // sweep drops every expired entry and, when the shard holds far fewer keys
-// than it once did, moves them to a new map so that the memory of the old
-// one is released. Called with sh.mu held.
+// than it once did, moves them to a smaller index so that the memory of the
+// old one is released. Called with sh.mu held.
 func (sh *shard) sweep(nowUS int64) {
-	for _, head := range sh.m {
+	for _, head := range sh.m.heads() {
 		for e := head; e != nil; {
 			next := e.next
 			if e.expired(nowUS) {
@@ -385,11 +387,8 @@ func (sh *shard) sweep(nowUS int64) {
 			e = next
 		}
 	}
-	if sh.peak >= rebuildMin && len(sh.m) < sh.peak/4 {
-		m := make(map[uint64]*entry, len(sh.m))
-		for k, head := range sh.m {
-			m[k] = head
-		}
-		sh.m, sh.peak = m, len(m)
+	if sh.peak >= rebuildMin && sh.m.len() < sh.peak/4 {
+		sh.m.shrink()
+		sh.peak = sh.m.len()
 	}
 }
