@@ -3,6 +3,7 @@ package hybrid
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,23 +41,31 @@ type call struct {
 // ok is false when the node was not asked (breaker open, or no turn before
 // the deadline); err is the call's error.
 func (l *Limiter) decide(ctx context.Context, nd *node, key string, n int64, limits []Limit) (d limit.Decision, binding int, ok bool, err error) {
+	r, ok := l.send(ctx, nd, remote.Request{Key: key, Cost: n, Limits: limits})
+	return r.Decision, r.Binding, ok, r.Err
+}
+
+// send asks nd about one request (a decision or a lease), in a batch when
+// others are in flight. ok is false when the node was not asked (breaker
+// open, or no turn before the deadline); r.Err is the call's error.
+func (l *Limiter) send(ctx context.Context, nd *node, req remote.Request) (r remote.Result, ok bool) {
 	deadline := time.Now().Add(l.cfg.Timeout)
 	b := &nd.batch
 	b.mu.Lock()
 	if !b.busy || l.cfg.Batch.Disable {
 		b.busy = b.busy || !l.cfg.Batch.Disable
 		b.mu.Unlock()
-		d, binding, ok, err = l.decideOne(ctx, deadline, nd, key, n, limits)
+		r, ok = l.sendOne(ctx, deadline, nd, req)
 		if !l.cfg.Batch.Disable {
 			l.handOff(nd)
 		}
-		return d, binding, ok, err
+		return r, ok
 	}
+	// Copies of the key and limits: the caller's must not escape, or every
+	// call with variadic limits would allocate them, on the lease and
+	// denial-cache paths too.
 	c := &call{
-		// A copy: the caller's slice must not escape, or every call with
-		// variadic limits would allocate it, on the lease and denial-cache
-		// paths too.
-		req:      remote.Request{Key: key, Cost: n, Limits: slices.Clone(limits)},
+		req:      remote.Request{Key: strings.Clone(req.Key), Cost: req.Cost, Limits: slices.Clone(req.Limits), Lease: req.Lease},
 		deadline: deadline,
 		done:     make(chan struct{}),
 		lead:     make(chan []*call, 1),
@@ -71,7 +80,7 @@ func (l *Limiter) decide(ctx context.Context, nd *node, key string, n int64, lim
 		l.runBatch(nd, batch)
 	case <-timer.C:
 		if b.leave(c) {
-			return limit.Decision{}, 0, false, nil
+			return remote.Result{}, false
 		}
 		// Already taken into a batch, which ends by our deadline.
 		select {
@@ -80,7 +89,7 @@ func (l *Limiter) decide(ctx context.Context, nd *node, key string, n int64, lim
 			l.runBatch(nd, batch)
 		}
 	}
-	return c.out.Decision, c.out.Binding, c.ok, c.out.Err
+	return c.out, c.ok
 }
 
 // leave takes c out of the queue, if it is still waiting there.
@@ -142,13 +151,20 @@ func (l *Limiter) call(parent context.Context, deadline time.Time, nd *node, fn 
 	return true, err
 }
 
-// decideOne is one request in one round trip.
-func (l *Limiter) decideOne(parent context.Context, deadline time.Time, nd *node, key string, n int64, limits []Limit) (d limit.Decision, b int, ok bool, err error) {
-	ok, err = l.call(parent, deadline, nd, func(ctx context.Context) (err error) {
-		d, b, err = nd.store.Decide(ctx, key, n, limits...)
+// sendOne is one request in one round trip.
+func (l *Limiter) sendOne(parent context.Context, deadline time.Time, nd *node, req remote.Request) (r remote.Result, ok bool) {
+	ok, r.Err = l.call(parent, deadline, nd, func(ctx context.Context) (err error) {
+		if req.Lease {
+			var g remote.Lease
+			g, err = nd.store.Lease(ctx, req.Key, req.Cost, req.Limits...)
+			r.Decision, r.Binding, r.Granted, r.At = g.Decision, g.Binding, g.Granted, g.At
+			r.Allowed = g.Granted > 0
+			return err
+		}
+		r.Decision, r.Binding, err = nd.store.Decide(ctx, req.Key, req.Cost, req.Limits...)
 		return err
 	})
-	return d, b, ok, err
+	return r, ok
 }
 
 // decideBatch sends a batch in one round trip and wakes its calls.
@@ -161,7 +177,7 @@ func (l *Limiter) decideBatch(nd *node, batch []*call) {
 	}()
 	if len(batch) == 1 {
 		c := batch[0]
-		c.out.Decision, c.out.Binding, c.ok, c.out.Err = l.decideOne(context.Background(), c.deadline, nd, c.req.Key, c.req.Cost, c.req.Limits)
+		c.out, c.ok = l.sendOne(context.Background(), c.deadline, nd, c.req)
 		return
 	}
 	// Requests that waited so long that little of their Timeout is left are

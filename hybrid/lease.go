@@ -224,13 +224,14 @@ func (ls *leases) ttl(resetAfter time.Duration, limits []Limit) time.Duration {
 }
 
 // call takes up to want units in one round trip through the node's
-// breaker, bounded by Timeout.
+// breaker, bounded by Timeout, in the node's batch when others are in
+// flight: a renewal shares the script call of the decisions of the moment.
 func (ls *leases) call(ctx context.Context, nd *node, key string, want int64, limits []Limit) (lease leaseReply, ok bool) {
-	ok, err := ls.l.call(ctx, time.Now().Add(ls.l.cfg.Timeout), nd, func(cctx context.Context) (err error) {
-		lease, err = nd.store.Lease(cctx, key, want, limits...)
-		return err
-	})
-	return lease, ok && err == nil
+	r, ok := ls.l.send(ctx, nd, remote.Request{Key: key, Cost: want, Limits: limits, Lease: true})
+	if !ok || r.Err != nil {
+		return leaseReply{}, false
+	}
+	return leaseReply{Granted: r.Granted, Decision: r.Decision, Binding: r.Binding, At: r.At}, true
 }
 
 // renew starts a background renewal of e, unless one is in flight.

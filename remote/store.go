@@ -60,8 +60,10 @@ type Request struct {
 	Key    string
 	Cost   int64
 	Limits []limit.Limit
+	// Lease makes the request a lease of up to Cost units, as Store.Lease
+	// takes one: its Result says how many were Granted, and when (At).
+	Lease bool
 }
-
 // Result is the outcome of one request. Binding is the index of the binding
 // limit in the request's Limits. Err is set for a request that was not sent
 // (bad input) or whose call failed.
@@ -69,6 +71,43 @@ type Result struct {
 	limit.Decision
 	Binding int
 	Err     error
+	// Granted and At are set for a lease (Request.Lease): the units taken
+	// (Allowed is Granted > 0) and the server time of the lease, µs since
+	// the Unix epoch.
+	Granted, At int64
+}
+
+// checkRequest validates one request of a multi-key call and returns the
+// cost argument the decide script takes: the cost, or minus the units of a
+// lease.
+func checkRequest(r Request) (int64, error) {
+	if !r.Lease {
+		return r.Cost, check(r.Key, r.Cost, r.Limits)
+	}
+	if r.Cost < 1 {
+		return 0, fmt.Errorf("%w: lease of %d", limit.ErrInvalidCost, r.Cost)
+	}
+	return -r.Cost, check(r.Key, leaseCost, r.Limits)
+}
+
+// parseReply reads one request's values from a decide script's reply and
+// returns how many it took: 6 for a decision, 7 for a lease.
+func parseReply(v []int64, lease bool, r *Result) (int, error) {
+	n := 6
+	if lease {
+		n = 7
+	}
+	if len(v) < n {
+		return 0, fmt.Errorf("%w: %d values left, want %d", ErrReply, len(v), n)
+	}
+	if err := parseDecision(v[:6], r); err != nil {
+		return 0, err
+	}
+	if lease {
+		r.Granted, r.At = v[0], v[6]
+		r.Allowed = v[0] > 0
+	}
+	return n, nil
 }
 
 // check validates a request for key against limits; a cost of 0 (a lease,
@@ -169,12 +208,13 @@ func (s *Store) DecideMany(ctx context.Context, reqs []Request, out []Result) er
 	m := 0
 	for i, r := range reqs {
 		out[i] = Result{}
-		if err := check(r.Key, r.Cost, r.Limits); err != nil {
+		cost, err := checkRequest(r)
+		if err != nil {
 			out[i].Err = err
 			continue
 		}
 		m |= mask(r.Limits)
-		args = append(args, r.Cost)
+		args = append(args, cost)
 		keys, args = s.appendRequest(keys, args, r.Key, r.Limits)
 		sent = append(sent, i)
 	}
@@ -183,15 +223,28 @@ func (s *Store) DecideMany(ctx context.Context, reqs []Request, out []Result) er
 	}
 	args[0] = len(sent)
 	vals, err := s.scripts.decide[m].runInts(ctx, s.rdb, keys, args).Result()
-	if err == nil && len(vals) != 6*len(sent) {
-		err = fmt.Errorf("%w: %d values for %d requests", ErrReply, len(vals), len(sent))
-	}
-	for j, i := range sent {
+	for _, i := range sent {
 		if err != nil {
 			out[i].Err = err
 			continue
 		}
-		out[i].Err = parseDecision(vals[6*j:6*j+6], &out[i])
+		var n int
+		n, err = parseReply(vals, reqs[i].Lease, &out[i])
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		vals = vals[n:]
+	}
+	if err == nil && len(vals) != 0 {
+		err = fmt.Errorf("%w: %d values left over", ErrReply, len(vals))
+	}
+	if err != nil {
+		for _, i := range sent {
+			if out[i].Err == nil {
+				out[i].Err = err
+			}
+		}
 	}
 	return err
 }
@@ -214,12 +267,16 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 	calls := make([]call, 0, len(reqs))
 	for i, r := range reqs {
 		out[i] = Result{}
-		if err := check(r.Key, r.Cost, r.Limits); err != nil {
+		if _, err := checkRequest(r); err != nil {
 			out[i].Err = err
 			continue
 		}
-		keys, args := s.appendRequest(make([]string, 0, len(r.Limits)), []any{1, r.Cost}, r.Key, r.Limits)
-		calls = append(calls, call{i: i, sc: s.scripts.decide[mask(r.Limits)], keys: keys, args: args})
+		sc, head := s.scripts.decide[mask(r.Limits)], []any{1, r.Cost}
+		if r.Lease {
+			sc, head = s.scripts.lease[mask(r.Limits)], []any{r.Cost}
+		}
+		keys, args := s.appendRequest(make([]string, 0, len(r.Limits)), head, r.Key, r.Limits)
+		calls = append(calls, call{i: i, sc: sc, keys: keys, args: args})
 	}
 	if len(calls) == 0 {
 		return nil
@@ -264,7 +321,11 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 			}
 			continue
 		}
-		out[c.i].Err = parseDecision(vals, &out[c.i])
+		n, err := parseReply(vals, reqs[c.i].Lease, &out[c.i])
+		if err == nil && n != len(vals) {
+			err = fmt.Errorf("%w: %d values, want %d", ErrReply, len(vals), n)
+		}
+		out[c.i].Err = err
 	}
 	return firstErr
 }

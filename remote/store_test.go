@@ -64,11 +64,11 @@ func TestBadInputConsumesNothing(t *testing.T) {
 				t.Errorf("Decide = %v, want %v", err, tt.want)
 			}
 			out := make([]Result, 1)
-			_ = s.DecideMany(ctx, []Request{{tt.key, tt.cost, tt.limits}}, out)
+			_ = s.DecideMany(ctx, []Request{{Key: tt.key, Cost: tt.cost, Limits: tt.limits}}, out)
 			if !errors.Is(out[0].Err, tt.want) {
 				t.Errorf("DecideMany Err = %v, want %v", out[0].Err, tt.want)
 			}
-			_ = s.DecidePipeline(ctx, []Request{{tt.key, tt.cost, tt.limits}}, out)
+			_ = s.DecidePipeline(ctx, []Request{{Key: tt.key, Cost: tt.cost, Limits: tt.limits}}, out)
 			if !errors.Is(out[0].Err, tt.want) {
 				t.Errorf("DecidePipeline Err = %v, want %v", out[0].Err, tt.want)
 			}
@@ -141,7 +141,7 @@ func TestNoScriptReload(t *testing.T) {
 	s, srv, rdb := newRealProduction(t)
 	ctx := context.Background()
 	l := limit.PerSecond(1000)
-	reqs := []Request{{"a", 1, []limit.Limit{l}}, {"b", 2, []limit.Limit{l}}}
+	reqs := []Request{{Key: "a", Cost: 1, Limits: []limit.Limit{l}}, {Key: "b", Cost: 2, Limits: []limit.Limit{l}}}
 	out := make([]Result, len(reqs))
 	steps := []struct {
 		name string
@@ -189,7 +189,7 @@ func TestNoScriptReloadPlainClient(t *testing.T) {
 	ctx := context.Background()
 	l := limit.PerHour(1000)
 	out := make([]Result, 3)
-	reqs := []Request{{"a", 1, []limit.Limit{l}}, {"b", 1, []limit.Limit{l}}, {"c", 1, []limit.Limit{l}}}
+	reqs := []Request{{Key: "a", Cost: 1, Limits: []limit.Limit{l}}, {Key: "b", Cost: 1, Limits: []limit.Limit{l}}, {Key: "c", Cost: 1, Limits: []limit.Limit{l}}}
 	for i := 0; i < 2; i++ {
 		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatal(err)
@@ -390,4 +390,53 @@ func scriptCalls(t *testing.T, rdb *redis.Client) int64 {
 		}
 	}
 	return 0
+}
+
+// TestLeasesInMultiKeyCalls: leases sent among decisions in one script call
+// (DecideMany) or one pipeline (DecidePipeline) take what Store.Lease takes
+// and charge the same state as the decisions around them.
+func TestLeasesInMultiKeyCalls(t *testing.T) {
+	s, _, _ := newRealProduction(t)
+	ctx := context.Background()
+	l := []limit.Limit{limit.PerHour(100)}
+	for _, tt := range []struct {
+		name string
+		call func([]Request, []Result) error
+	}{
+		{"DecideMany", func(r []Request, o []Result) error { return s.DecideMany(ctx, r, o) }},
+		{"DecidePipeline", func(r []Request, o []Result) error { return s.DecidePipeline(ctx, r, o) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, b := tt.name+":a", tt.name+":b"
+			reqs := []Request{
+				{Key: a, Cost: 30, Limits: l, Lease: true},
+				{Key: b, Cost: 1, Limits: l},
+				{Key: a, Cost: 500, Limits: l, Lease: true}, // only 70 left
+				{Key: a, Cost: 1, Limits: l},                // none left
+				{Key: b, Cost: 0, Limits: l, Lease: true},   // bad: nothing sent
+			}
+			out := make([]Result, len(reqs))
+			if err := tt.call(reqs, out); err != nil {
+				t.Fatal(err)
+			}
+			want := []struct {
+				allowed bool
+				granted int64
+				lease   bool
+			}{{true, 30, true}, {true, 0, false}, {true, 70, true}, {false, 0, false}}
+			for i, w := range want {
+				r := out[i]
+				if r.Err != nil || r.Allowed != w.allowed || r.Granted != w.granted || (w.lease && r.At <= 0) {
+					t.Errorf("request %d = %+v, want allowed %v, granted %d, At set %v", i, r, w.allowed, w.granted, w.lease)
+				}
+			}
+			if !errors.Is(out[4].Err, limit.ErrInvalidCost) {
+				t.Errorf("lease of 0: Err = %v, want ErrInvalidCost", out[4].Err)
+			}
+			// The state is the one Store.Lease and Decide see.
+			if g, err := s.Lease(ctx, b, 1000, l...); err != nil || g.Granted != 99 {
+				t.Errorf("Lease(%s) after = %+v, %v; want the 99 units left", b, g, err)
+			}
+		})
+	}
 }

@@ -1,7 +1,9 @@
 -- Decide many requests, each for one key against one or more limits, all
 -- or nothing per request. ARGV: count, then per request: cost, number of
 -- limits, the limits. Reply per request: allowed, binding, remaining,
--- retry (µs), reset (µs), delay (µs).
+-- retry (µs), reset (µs), delay (µs). A negative cost is a lease of up to
+-- -cost units, as lease.lua takes it; its reply is granted, binding,
+-- remaining, retry, reset, delay and the server time (µs) of the lease.
 local now = clock()
 local out = {}
 local oi = 0
@@ -12,24 +14,49 @@ for _ = 1, tonumber(ARGV[1]) do
   local nl = tonumber(ARGV[ai + 1])
   local views
   views, ai, ki = read_views(ai + 2, ki, nl, now)
-  local all = true
-  for j = 1, nl do
-    if not views[j].A.allows(views[j], cost) then
-      all = false
-    end
-  end
-  if all then
+  if cost < 0 then
+    local g = -cost
     for j = 1, nl do
-      views[j].A.commit(views[j], cost)
+      g = mmin(g, views[j].A.avail(views[j]))
     end
+    local best, d
+    if g >= 1 then
+      for j = 1, nl do
+        views[j].A.commit(views[j], g)
+      end
+      best, d = bind(views, g, true)
+    else
+      g = 0
+      best, d = bind(views, 1, false)
+    end
+    out[oi + 1] = g
+    out[oi + 2] = best
+    out[oi + 3] = d[1]
+    out[oi + 4] = d[2]
+    out[oi + 5] = d[3]
+    out[oi + 6] = d[4]
+    out[oi + 7] = now
+    oi = oi + 7
+  else
+    local all = true
+    for j = 1, nl do
+      if not views[j].A.allows(views[j], cost) then
+        all = false
+      end
+    end
+    if all then
+      for j = 1, nl do
+        views[j].A.commit(views[j], cost)
+      end
+    end
+    local best, d = bind(views, cost, all)
+    out[oi + 1] = all and 1 or 0
+    out[oi + 2] = best
+    out[oi + 3] = d[1]
+    out[oi + 4] = d[2]
+    out[oi + 5] = d[3]
+    out[oi + 6] = d[4]
+    oi = oi + 6
   end
-  local best, d = bind(views, cost, all)
-  out[oi + 1] = all and 1 or 0
-  out[oi + 2] = best
-  out[oi + 3] = d[1]
-  out[oi + 4] = d[2]
-  out[oi + 5] = d[3]
-  out[oi + 6] = d[4]
-  oi = oi + 6
 end
 return out
