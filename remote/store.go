@@ -64,6 +64,7 @@ type Request struct {
 	// takes one: its Result says how many were Granted, and when (At).
 	Lease bool
 }
+
 // Result is the outcome of one request. Binding is the index of the binding
 // limit in the request's Limits. Err is set for a request that was not sent
 // (bad input) or whose call failed.
