@@ -24,7 +24,9 @@ func ExampleMiddleware_Wrap() {
 	}
 	defer m.Close()
 	m.SetTime(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	lim, err := hybrid.New(hybrid.Config{Addrs: []string{m.Addr()}})
+	// A Timeout above the default 50 ms keeps this output stable on a busy
+	// test machine; a service keeps the default.
+	lim, err := hybrid.New(hybrid.Config{Addrs: []string{m.Addr()}, Timeout: time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -103,7 +105,7 @@ func ExampleNew_trustedProxies() {
 		log.Fatal(err)
 	}
 	defer m.Close()
-	lim, err := hybrid.New(hybrid.Config{Addrs: []string{m.Addr()}})
+	lim, err := hybrid.New(hybrid.Config{Addrs: []string{m.Addr()}, Timeout: time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -27,7 +27,9 @@ func ExampleNew() {
 	b, stopB := startRedis()
 	defer stopB()
 
-	lim, err := hybrid.New(hybrid.Config{Addrs: []string{a.Addr(), b.Addr()}})
+	// A Timeout above the default 50 ms keeps this output stable on a busy
+	// test machine; a service keeps the default.
+	lim, err := hybrid.New(hybrid.Config{Addrs: []string{a.Addr(), b.Addr()}, Timeout: time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -39,7 +41,7 @@ func ExampleNew() {
 func ExampleLimiter_Allow() {
 	m, stop := startRedis()
 	defer stop()
-	lim, err := hybrid.New(hybrid.Config{Addrs: []string{m.Addr()}})
+	lim, err := hybrid.New(hybrid.Config{Addrs: []string{m.Addr()}, Timeout: time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -63,7 +65,7 @@ func ExampleLimiter_Allow() {
 func ExampleLimiter_AllowN() {
 	m, stop := startRedis()
 	defer stop()
-	lim, err := hybrid.New(hybrid.Config{Addrs: []string{m.Addr()}})
+	lim, err := hybrid.New(hybrid.Config{Addrs: []string{m.Addr()}, Timeout: time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -91,7 +93,7 @@ func ExampleLimiter_AllowN() {
 func ExampleLimiter_Wait() {
 	m, stop := startRedis()
 	defer stop()
-	lim, err := hybrid.New(hybrid.Config{Addrs: []string{m.Addr()}})
+	lim, err := hybrid.New(hybrid.Config{Addrs: []string{m.Addr()}, Timeout: time.Second})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -54,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rulesPath := fs.String("rules", "rules.yaml", "YAML rules `file`, reloaded when it changes")
 	trusted := fs.String("trusted-proxies", "", "comma-separated `CIDRs` of proxies whose X-Forwarded-For is believed")
 	headers := fs.String("headers", "draft", "rate-limit header fields: draft, legacy, both or none")
+	timeout := fs.Duration("timeout", 0, "bound on each Redis call (hybrid.Config.Timeout); 0 means the library's default, 50ms")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -76,7 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	lim, err := hybrid.New(hybrid.Config{Addrs: splitList(*redisAddrs), Logger: logger})
+	lim, err := hybrid.New(hybrid.Config{Addrs: splitList(*redisAddrs), Timeout: *timeout, Logger: logger})
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,9 @@ func start(t *testing.T, extra ...string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
-	args := append([]string{"-listen", "127.0.0.1:0", "-redis", m.Addr(), "-rules", path}, extra...)
+	// A generous -timeout: the tests count decisions, and a call that a
+	// busy CI machine holds past 50 ms would be answered by the fallback.
+	args := append([]string{"-listen", "127.0.0.1:0", "-redis", m.Addr(), "-rules", path, "-timeout", "5s"}, extra...)
 	go func() {
 		done <- run(ctx, args, pw, io.Discard)
 		pw.Close()
