@@ -15,7 +15,7 @@ import (
 // round trips, and every key still admits exactly its limit.
 func TestBatchCoalescesAndStaysExact(t *testing.T) {
 	srv := redistest.Start(t)
-	lim, err := New(Config{Addrs: []string{srv.Addr()}, DenyCache: DenyCacheConfig{Disable: true}, Lease: LeaseConfig{Disable: true}})
+	lim, err := New(Config{Addrs: []string{srv.Addr()}, Timeout: 2 * time.Second, DenyCache: DenyCacheConfig{Disable: true}, Lease: LeaseConfig{Disable: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 func TestLeaseServesHotKey(t *testing.T) {
 	srv := redistest.Start(t)
-	lim, err := New(Config{Addrs: []string{srv.Addr()}})
+	lim, err := New(Config{Addrs: []string{srv.Addr()}, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestLeaseNotForLeakyBucket(t *testing.T) {
 
 func TestLeaseGivenBackOnClose(t *testing.T) {
 	srv := redistest.Start(t)
-	lim, err := New(Config{Addrs: []string{srv.Addr()}})
+	lim, err := New(Config{Addrs: []string{srv.Addr()}, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestLeaseGivenBackOnClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A fresh limiter sees exactly the 2000 units spent: the rest came back.
-	lim2, err := New(Config{Addrs: []string{srv.Addr()}, Lease: LeaseConfig{Disable: true}})
+	lim2, err := New(Config{Addrs: []string{srv.Addr()}, Timeout: 2 * time.Second, Lease: LeaseConfig{Disable: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func leaseAccuracyRun(t *testing.T, lim0 Limit) string {
 	}
 	var lims []*Limiter
 	for i := 0; i < 4; i++ {
-		lim, err := New(Config{Addrs: addrs})
+		lim, err := New(Config{Addrs: addrs, Timeout: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,7 +232,7 @@ func leaseAccuracyRun(t *testing.T, lim0 Limit) string {
 // is left (goleak in TestMain).
 func TestLeaseCloseDuringTraffic(t *testing.T) {
 	srv := redistest.Start(t)
-	lim, err := New(Config{Addrs: []string{srv.Addr()}})
+	lim, err := New(Config{Addrs: []string{srv.Addr()}, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestLeaseCloseDuringTraffic(t *testing.T) {
 // (a background renewal, now and then, is averaged away).
 func TestLeaseSpendAllocatesNothing(t *testing.T) {
 	srv := redistest.Start(t)
-	lim, err := New(Config{Addrs: []string{srv.Addr()}})
+	lim, err := New(Config{Addrs: []string{srv.Addr()}, Timeout: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
