@@ -122,20 +122,24 @@ func (x *index) shrink() {
 	}
 }
 
-// sample calls fn with the chain heads from a random place of the table
-// onwards, until fn returns false or every slot was seen once. fn may
-// delete from the index; a chain moved by the deletion may then be seen
-// twice or not at all, which suits sampling.
+// sample calls fn with the chain heads in a random order: from a random
+// slot, by a random odd stride, so that the slots visited are spread over
+// the table (adjacent slots of a probe run would be drawn together) and one
+// pass meets every slot. It stops when fn returns false. fn may delete from
+// the index; a chain moved by the deletion may then be seen twice or not at
+// all, which suits sampling.
 func (x *index) sample(fn func(head *entry) bool) {
 	if x.n == 0 {
 		return
 	}
-	mask := len(x.slots) - 1
-	start := int(rand.Uint64()) & mask
-	for k := 0; k <= mask; k++ {
-		if e := x.slots[(start+k)&mask].e; e != nil && !fn(e) {
+	mask := uint64(len(x.slots) - 1)
+	r := rand.Uint64()
+	at, step := r&mask, (r>>32)|1
+	for range len(x.slots) {
+		if e := x.slots[at].e; e != nil && !fn(e) {
 			return
 		}
+		at = (at + step) & mask
 	}
 }
 

@@ -44,9 +44,22 @@ func TestIndexMatchesMap(t *testing.T) {
 			x.shrink()
 		}
 	}
-	n := 0
-	x.sample(func(*entry) bool { n++; return true })
-	if n != len(want) || len(x.heads()) != len(want) {
-		t.Errorf("sample saw %d heads, heads() %d, want %d", n, len(x.heads()), len(want))
+	live := map[*entry]bool{}
+	for _, e := range want {
+		live[e] = true
+	}
+	calls := 0
+	x.sample(func(e *entry) bool {
+		calls++
+		if !live[e] {
+			t.Errorf("sample gave %p, not a head the index holds", e)
+		}
+		return calls < 3
+	})
+	if len(want) >= 50 && calls != 3 { // hundreds of draws over a table at least 3/8 full
+		t.Errorf("sample called fn %d times, want 3 (it stops when fn returns false)", calls)
+	}
+	if len(x.heads()) != len(want) {
+		t.Errorf("heads() has %d heads, want %d", len(x.heads()), len(want))
 	}
 }
