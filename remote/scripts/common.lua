@@ -56,3 +56,22 @@ local function bind(views, cost, allowed)
   out[4] = delay
   return best, out
 end
+
+-- Take up to want units from all the views at once, as many as every one
+-- of them admits now: the units granted (0 when any limit has none, and then
+-- nothing is charged), the binding limit and its decision.
+local function take_lease(views, want)
+  local g = want
+  for j = 1, #views do
+    g = mmin(g, views[j].A.avail(views[j]))
+  end
+  if g < 1 then
+    local best, d = bind(views, 1, false)
+    return 0, best, d
+  end
+  for j = 1, #views do
+    views[j].A.commit(views[j], g)
+  end
+  local best, d = bind(views, g, true)
+  return g, best, d
+end

@@ -15,20 +15,7 @@ for _ = 1, tonumber(ARGV[1]) do
   local views
   views, ai, ki = read_views(ai + 2, ki, nl, now)
   if cost < 0 then
-    local g = -cost
-    for j = 1, nl do
-      g = mmin(g, views[j].A.avail(views[j]))
-    end
-    local best, d
-    if g >= 1 then
-      for j = 1, nl do
-        views[j].A.commit(views[j], g)
-      end
-      best, d = bind(views, g, true)
-    else
-      g = 0
-      best, d = bind(views, 1, false)
-    end
+    local g, best, d = take_lease(views, -cost)
     out[oi + 1] = g
     out[oi + 2] = best
     out[oi + 3] = d[1]

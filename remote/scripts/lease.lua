@@ -5,18 +5,5 @@
 local now = clock()
 local want = tonumber(ARGV[1])
 local views = read_views(3, 1, tonumber(ARGV[2]), now)
-local g = want
-for j = 1, #views do
-  g = mmin(g, views[j].A.avail(views[j]))
-end
-local best, d
-if g >= 1 then
-  for j = 1, #views do
-    views[j].A.commit(views[j], g)
-  end
-  best, d = bind(views, g, true)
-else
-  g = 0
-  best, d = bind(views, 1, false)
-end
+local g, best, d = take_lease(views, want)
 return {g, best, d[1], d[2], d[3], d[4], now}
