@@ -11,7 +11,9 @@ import (
 	"github.com/hybridlimit/hybridlimit/remote"
 )
 
-type leaseReply = remote.Lease
+// leaseReply is a lease as a round trip answers it: remote.Result with
+// Granted and At set.
+type leaseReply = remote.Result
 
 // Leases serve hot keys in process. When this instance sees a (key, limits)
 // more often than Lease.HotRate per second, it takes a batch of units from
@@ -228,10 +230,7 @@ func (ls *leases) ttl(resetAfter time.Duration, limits []Limit) time.Duration {
 // flight: a renewal shares the script call of the decisions of the moment.
 func (ls *leases) call(ctx context.Context, nd *node, key string, want int64, limits []Limit) (lease leaseReply, ok bool) {
 	r, ok := ls.l.send(ctx, nd, remote.Request{Key: key, Cost: want, Limits: limits, Lease: true})
-	if !ok || r.Err != nil {
-		return leaseReply{}, false
-	}
-	return leaseReply{Granted: r.Granted, Decision: r.Decision, Binding: r.Binding, At: r.At}, true
+	return r, ok && r.Err == nil
 }
 
 // renew starts a background renewal of e, unless one is in flight.
