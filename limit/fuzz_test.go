@@ -603,3 +603,34 @@ func validOracle(l limit.Limit) bool {
 	}
 	return false
 }
+
+// FuzzSpecMatches checks Spec.Matches against its definition: a's Spec
+// matches b exactly when b is valid and has a's canonical form.
+func FuzzSpecMatches(f *testing.F) {
+	sec := int64(time.Second)
+	for _, a := range []uint8{0, 1, 2, 3, 4} {
+		f.Add(a, int64(10), sec, int64(0), a, int64(10), sec, int64(10))
+		f.Add(a, int64(10), sec, int64(20), a, int64(10), sec, int64(20))
+		f.Add(a, int64(10), sec, int64(20), a, int64(10), sec, int64(0))
+		f.Add(a, int64(10), sec, int64(0), a, int64(10), sec, int64(-10))
+		f.Add(a, int64(10), sec, int64(0), a, int64(10), 1000*sec, int64(0))
+		f.Add(a, int64(10), sec, int64(0), a+1, int64(10), sec, int64(0))
+		f.Add(a, int64(10), 60*sec, int64(0), a, int64(10), 60*sec+1, int64(0))
+		f.Add(a, maxRate, int64(limit.MaxPeriod), int64(0), a, maxRate, int64(limit.MaxPeriod), maxRate)
+	}
+	f.Fuzz(func(t *testing.T, aAlg uint8, aRate, aPeriod, aBurst int64, bAlg uint8, bRate, bPeriod, bBurst int64) {
+		a := limit.Limit{Algorithm: limit.Algorithm(aAlg), Rate: aRate, Period: time.Duration(aPeriod), Burst: aBurst}
+		b := limit.Limit{Algorithm: limit.Algorithm(bAlg), Rate: bRate, Period: time.Duration(bPeriod), Burst: bBurst}
+		sp, err := a.Spec()
+		if err != nil {
+			return
+		}
+		if !sp.Matches(a) {
+			t.Fatalf("%#v.Spec() = %+v does not match the limit it came from", a, sp)
+		}
+		want := b.Validate() == nil && b.Canonical() == a.Canonical()
+		if got := sp.Matches(b); got != want {
+			t.Fatalf("Spec of %#v (%+v).Matches(%#v) = %v, want %v", a, sp, b, got, want)
+		}
+	})
+}

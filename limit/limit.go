@@ -97,6 +97,22 @@ type Spec struct {
 	C         int64 // capacity
 }
 
+// Matches reports whether sp is the Spec of l, that is, whether l is valid
+// and has the canonical form of the limit sp was computed from. It is exact
+// and costs a few comparisons, where l.Spec() validates and searches for the
+// quantum: stores that keep a Spec per state find a request's state by it
+// without keeping the Limit too. sp must come from Limit.Spec.
+func (sp *Spec) Matches(l Limit) bool {
+	// A valid l has the Spec of its canonical form, and the canonical form
+	// is fixed by the algorithm, rate, period and capacity: a Burst equal
+	// to the capacity, or 0 for a capacity equal to the rate. Every other
+	// Burst is another limit or invalid (a negative Burst, or a window's
+	// Burst other than 0 and the rate).
+	return sp.Algorithm == l.Algorithm && sp.R == l.Rate &&
+		int64(l.Period) == sp.P*sp.Q*int64(time.Microsecond) &&
+		(l.Burst == sp.C || l.Burst == 0 && l.Rate == sp.C)
+}
+
 // Spec validates the limit and returns its integer form. For the buckets and
 // SlidingWindowCounter the quantum is the smallest power of ten microseconds
 // that divides the period and keeps capacity*P within 2^50, so that no
