@@ -65,13 +65,14 @@ func New(cfg Config) (*Limiter, error) {
 func (l *Limiter) Config() Config { return l.cfg }
 
 // Allow is AllowN with a cost of 1.
-func (l *Limiter) Allow(key string, limits ...limit.Limit) (limit.Decision, error) {
+func (l *Limiter) Allow(key string, limits ...limit.Limit) (d limit.Decision, err error) {
 	nowUS := l.clock()
 	if len(limits) == 1 && key != "" {
 		h := l.hash(key)
-		return l.allowOne(l.shardOf(h), h, key, nowUS, 1, &limits[0])
+		err = l.allowOne(&d, l.shardOf(h), h, key, nowUS, 1, &limits[0])
+		return d, err
 	}
-	d, _, err := l.allowAt(key, nowUS, 1, limits)
+	d, _, err = l.allowAt(key, nowUS, 1, limits)
 	return d, err
 }
 
@@ -90,13 +91,14 @@ func (l *Limiter) Allow(key string, limits ...limit.Limit) (limit.Decision, erro
 // (as limit.CheckDistinct says); limit.ErrInvalidCost for a cost below 1;
 // limit.ErrCostExceedsLimit for a cost above a limit's capacity;
 // ErrTooManyLimits for more limits than MaxKeys allows one key.
-func (l *Limiter) AllowN(key string, cost int64, limits ...limit.Limit) (limit.Decision, error) {
+func (l *Limiter) AllowN(key string, cost int64, limits ...limit.Limit) (d limit.Decision, err error) {
 	nowUS := l.clock()
 	if len(limits) == 1 && key != "" {
 		h := l.hash(key)
-		return l.allowOne(l.shardOf(h), h, key, nowUS, cost, &limits[0])
+		err = l.allowOne(&d, l.shardOf(h), h, key, nowUS, cost, &limits[0])
+		return d, err
 	}
-	d, _, err := l.allowAt(key, nowUS, cost, limits)
+	d, _, err = l.allowAt(key, nowUS, cost, limits)
 	return d, err
 }
 
@@ -117,7 +119,8 @@ func (l *Limiter) allowAt(key string, nowUS, cost int64, limits []limit.Limit) (
 	h := l.hash(key)
 	sh := l.shardOf(h)
 	if len(limits) == 1 {
-		d, err := l.allowOne(sh, h, key, nowUS, cost, &limits[0])
+		var d limit.Decision
+		err := l.allowOne(&d, sh, h, key, nowUS, cost, &limits[0])
 		return d, 0, err
 	}
 	var buf groupBuf
@@ -134,29 +137,27 @@ func (l *Limiter) allowAt(key string, nowUS, cost int64, limits []limit.Limit) (
 }
 
 // allowOne decides a request with a valid key against a single limit, the
-// common case; the limit is the binding one.
-func (l *Limiter) allowOne(sh *shard, h uint64, key string, nowUS, cost int64, lim *limit.Limit) (limit.Decision, error) {
-	c := lim.Canonical()
+// common case, into *d; the limit is the binding one. *d is written in place
+// rather than returned (see limit.Spec.TakeTo).
+func (l *Limiter) allowOne(d *limit.Decision, sh *shard, h uint64, key string, nowUS, cost int64, lim *limit.Limit) error {
 	sh.mu.Lock()
-	e := sh.lookup(h, key, c)
-	if e == nil || !sameLimit(*lim, c) {
+	e := sh.lookup(h, key, lim)
+	if e == nil {
 		sp, err := lim.Spec()
 		if err != nil || cost < 1 || cost > sp.C {
 			sh.mu.Unlock()
-			return limit.Decision{}, l.badRequest(sh, []limit.Limit{*lim}, 0, cost, err)
+			return l.badRequest(sh, []limit.Limit{*lim}, 0, cost, err)
 		}
-		if e == nil {
-			e = sh.insert(nil, h, key, c, sp, nowUS)
-		}
+		e = sh.insert(nil, h, key, sp, nowUS)
 	} else if cost < 1 || cost > e.spec.C {
 		sh.mu.Unlock()
-		return limit.Decision{}, l.badRequest(sh, []limit.Limit{*lim}, 0, cost, nil)
+		return l.badRequest(sh, []limit.Limit{*lim}, 0, cost, nil)
 	}
-	d := e.spec.Take(&e.state, nowUS, cost)
+	e.spec.TakeTo(d, &e.state, nowUS, cost)
 	e.used = nowUS
 	sh.last, sh.lastHash = e, h
 	sh.mu.Unlock()
-	return d, nil
+	return nil
 }
 
 // Lease takes up to want units for key from all the limits at once, now: as
@@ -206,9 +207,8 @@ func (l *Limiter) GiveBack(key string, leaseAt time.Time, units int64, limits ..
 	h := l.hash(key)
 	sh := l.shardOf(h)
 	sh.mu.Lock()
-	for _, lim := range limits {
-		c := lim.Canonical()
-		if e := sh.lookup(h, key, c); e != nil && sameLimit(lim, c) {
+	for i := range limits {
+		if e := sh.lookup(h, key, &limits[i]); e != nil {
 			st := [1]*limit.State{&e.state}
 			limit.GiveBackSpecs(st[:], []limit.Spec{e.spec}, nowUS, leaseUS, units)
 			e.used = nowUS
@@ -263,14 +263,6 @@ func checkRequest(key string, limits []limit.Limit) error {
 		return fmt.Errorf("local: %w", err)
 	}
 	return nil
-}
-
-// sameLimit reports whether lim, whose canonical form is c, is valid when c
-// is: they differ at most in Burst, and only a Burst that Canonical rewrites
-// away can make lim invalid (a negative one for a bucket, or one other than 0
-// or Rate for a window). The entry of c may then stand for lim.
-func sameLimit(lim, c limit.Limit) bool {
-	return lim.Burst == c.Burst || lim.Burst == 0 || lim.Burst == lim.Rate
 }
 
 // badRequest builds the error for a request refused under the lock: the

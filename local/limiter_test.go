@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -114,6 +115,39 @@ func TestNewCopiesConfig(t *testing.T) {
 func TestShardSize(t *testing.T) {
 	if got := unsafe.Sizeof(shard{}); got%64 != 0 {
 		t.Fatalf("unsafe.Sizeof(shard{}) = %d, want a multiple of 64", got)
+	}
+}
+
+// TestEntryLayout checks what the entry's comment promises: 192 bytes, 64-
+// byte aligned by the allocator, the State and a short key's first 16 bytes
+// in the second cache line, everything else a hit reads in the first.
+func TestEntryLayout(t *testing.T) {
+	var e entry
+	if got := unsafe.Sizeof(e); got != 192 {
+		t.Fatalf("unsafe.Sizeof(entry{}) = %d, want 192", got)
+	}
+	if got := unsafe.Offsetof(e.used) + unsafe.Sizeof(e.used); got > 64 {
+		t.Errorf("spec, key and used end at byte %d, want within the first 64", got)
+	}
+	if got := unsafe.Offsetof(e.state); got != 64 {
+		t.Errorf("state at byte %d, want 64", got)
+	}
+	if got := unsafe.Offsetof(e.buf); got+16 > 128 {
+		t.Errorf("key bytes at byte %d, want the first 16 within 128", got)
+	}
+	keep := make([]*entry, 100)
+	for i := range keep {
+		keep[i] = newEntry("user:" + strconv.Itoa(i))
+		if p := uintptr(unsafe.Pointer(keep[i])); p%64 != 0 {
+			t.Fatalf("entry %d allocated at %#x, not 64-byte aligned", i, p)
+		}
+		if keep[i].key != "user:"+strconv.Itoa(i) {
+			t.Fatalf("entry %d keeps key %q", i, keep[i].key)
+		}
+	}
+	long := strings.Repeat("k", inlineKey+1)
+	if e := newEntry(long); e.key != long {
+		t.Fatalf("long key kept as %q", e.key)
 	}
 }
 

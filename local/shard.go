@@ -27,38 +27,40 @@ const (
 )
 
 // entry is the state of one limit of one key. The entries of one key form a
-// chain from the one its shard's map holds.
+// chain from the one its shard's index holds.
+//
+// The fields a decision reads sit in the first two of the entry's three
+// cache lines: what a lookup compares and the Spec in the first, the State
+// and the start of a short key's bytes in the second. Entries are 192 bytes,
+// a size class the Go allocator keeps 64-byte aligned, so those are exactly
+// two lines (TestEntryLayout). The entry keeps the limit's Spec rather than
+// the Limit: the Spec identifies the limit (limit.Spec.Matches) and is what
+// a decision computes with.
 type entry struct {
-	// The fields a lookup reads come first, in one cache line with the
-	// start of the state a decision reads.
-	h     uint64      // the key's hash: the entry's chain in its shard's map
-	next  *entry      // the next entry of the same hash, or nil
-	limit limit.Limit // the limit, compared with ==
-	key   string      // the key, shared by the entries of the same key
-	state limit.State // the limit's state for the key
 	spec  limit.Spec  // the limit's integer form, computed once at insert
+	key   string      // the key: in buf, or a copy of a longer one
 	used  int64       // µs of the last request that touched the entry
+	state limit.State // the limit's state for the key
+	buf   [inlineKey]byte
+	h     uint64 // the key's hash: the entry's chain in its shard's index
+	next  *entry // the next entry of the same hash, or nil
 }
 
-// entryKeyed is an entry allocated with room for a short key, so that
-// comparing the key reads memory next to the entry's rather than elsewhere.
-type entryKeyed struct {
-	entry
-	buf [inlineKey]byte
-}
+// inlineKey is the longest key stored in its entry: up to 16 bytes share
+// the State's cache line.
+const inlineKey = 64
 
-// inlineKey is the longest key stored in its entry's allocation.
-const inlineKey = 40
-
-// newEntry returns an entry for key holding its own copy of the key.
+// newEntry returns an entry for key holding its own copy of the key, in the
+// entry when it fits.
 func newEntry(key string) *entry {
+	e := new(entry)
 	if len(key) > inlineKey {
-		return &entry{key: strings.Clone(key)}
+		e.key = strings.Clone(key)
+		return e
 	}
-	ek := new(entryKeyed)
-	n := copy(ek.buf[:], key)
-	ek.key = unsafe.String(&ek.buf[0], n) // points into ek: keeps it alive
-	return &ek.entry
+	n := copy(e.buf[:], key)
+	e.key = unsafe.String(&e.buf[0], n) // points into e: keeps it alive
+	return e
 }
 
 // expired reports whether the entry's state no longer matters at nowUS: it
@@ -138,21 +140,23 @@ type shard struct {
 	_ [48]byte // to two 64-byte cache lines
 }
 
-// find returns the entry of (key, lim) in the chain from head, or nil.
-func find(head *entry, key string, lim limit.Limit) *entry {
+// find returns the entry of (key, lim) in the chain from head, or nil: nil
+// also when lim is invalid.
+func find(head *entry, key string, lim *limit.Limit) *entry {
 	for e := head; e != nil; e = e.next {
-		if e.limit == lim && e.key == key {
+		if e.spec.Matches(*lim) && e.key == key {
 			return e
 		}
 	}
 	return nil
 }
 
-// lookup returns the entry of (key, lim), key hashing to h, or nil. The
-// last entry is read only when its key hashed the same, so a request for
-// another key does not touch it.
-func (sh *shard) lookup(h uint64, key string, lim limit.Limit) *entry {
-	if e := sh.last; e != nil && sh.lastHash == h && e.limit == lim && e.key == key {
+// lookup returns the entry of (key, lim), key hashing to h, or nil: nil also
+// when lim is invalid, which no entry matches. The last entry is read only
+// when its key hashed the same, so a request for another key does not touch
+// it.
+func (sh *shard) lookup(h uint64, key string, lim *limit.Limit) *entry {
+	if e := sh.last; e != nil && sh.lastHash == h && e.spec.Matches(*lim) && e.key == key {
 		return e
 	}
 	return find(sh.m.get(h), key, lim)
@@ -187,8 +191,7 @@ type group struct {
 	entries []*entry
 	states  []*limit.State
 	specs   []limit.Spec
-	limits  []limit.Limit // canonical
-	fresh   []bool        // inserted by this request
+	fresh   []bool // inserted by this request
 }
 
 // groupBuf is the storage of a group of up to maxLimits limits, meant to live
@@ -197,16 +200,15 @@ type groupBuf struct {
 	entries [maxLimits]*entry
 	states  [maxLimits]*limit.State
 	specs   [maxLimits]limit.Spec
-	limits  [maxLimits]limit.Limit
 	fresh   [maxLimits]bool
 }
 
 // group returns an empty group for n limits, in b when they fit.
 func (b *groupBuf) group(n int) group {
 	if n > maxLimits {
-		return group{entries: make([]*entry, n), states: make([]*limit.State, n), specs: make([]limit.Spec, n), limits: make([]limit.Limit, n), fresh: make([]bool, n)}
+		return group{entries: make([]*entry, n), states: make([]*limit.State, n), specs: make([]limit.Spec, n), fresh: make([]bool, n)}
 	}
-	return group{entries: b.entries[:n], states: b.states[:n], specs: b.specs[:n], limits: b.limits[:n], fresh: b.fresh[:n]}
+	return group{entries: b.entries[:n], states: b.states[:n], specs: b.specs[:n], fresh: b.fresh[:n]}
 }
 
 // holds reports whether e belongs to g.
@@ -233,23 +235,22 @@ func (g *group) holds(e *entry) bool {
 func (sh *shard) gather(g *group, h uint64, key string, limits []limit.Limit, cost int64, capped bool, nowUS int64) (int, error) {
 	head := sh.m.get(h)
 	missing := false
-	for i, l := range limits {
-		c := l.Canonical()
+	for i := range limits {
 		var sp limit.Spec
-		e := find(head, key, c)
-		if e != nil && sameLimit(l, c) {
+		e := find(head, key, &limits[i])
+		if e != nil {
 			sp = e.spec
 		} else {
 			var err error
-			if sp, err = l.Spec(); err != nil {
+			if sp, err = limits[i].Spec(); err != nil {
 				return i, err
 			}
-			missing = missing || e == nil
+			missing = true
 		}
 		if cost < 1 || capped && cost > sp.C {
 			return i, nil
 		}
-		g.entries[i], g.limits[i], g.specs[i], g.fresh[i] = e, c, sp, e == nil
+		g.entries[i], g.specs[i], g.fresh[i] = e, sp, e == nil
 	}
 	if missing {
 		if len(limits) > sh.cap {
@@ -257,7 +258,7 @@ func (sh *shard) gather(g *group, h uint64, key string, limits []limit.Limit, co
 		}
 		for i, e := range g.entries {
 			if e == nil {
-				g.entries[i] = sh.insert(g, h, key, g.limits[i], g.specs[i], nowUS)
+				g.entries[i] = sh.insert(g, h, key, g.specs[i], nowUS)
 			}
 		}
 	}
@@ -280,18 +281,18 @@ func (sh *shard) settle(g *group, charged bool, nowUS int64) {
 	}
 }
 
-// insert adds a fresh entry for (key, lim), lim canonical, at the end of
+// insert adds a fresh entry for key and the limit of sp at the end of
 // key's chain, first making room when the shard is full (and tidying a little
 // when it is not). Entries in g (which may be nil) are never dropped. Called
 // with sh.mu held.
-func (sh *shard) insert(g *group, h uint64, key string, lim limit.Limit, sp limit.Spec, nowUS int64) *entry {
+func (sh *shard) insert(g *group, h uint64, key string, sp limit.Spec, nowUS int64) *entry {
 	if sh.n >= sh.cap {
 		sh.evict(g, nowUS)
 	} else {
 		sh.tidy(g, nowUS)
 	}
 	e := newEntry(key) // a copy the caller cannot change or pin
-	e.h, e.limit, e.spec, e.used = h, lim, sp, nowUS
+	e.h, e.spec, e.used = h, sp, nowUS
 	if head := sh.m.get(h); head != nil {
 		p := head
 		for ; ; p = p.next {
