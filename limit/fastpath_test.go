@@ -22,12 +22,14 @@ func TestTakeTokensMatchesView(t *testing.T) {
 			now += rng.Int64N(max(1, int64(l.Period/time.Microsecond)/l.Rate*3))
 			cost := 1 + rng.Int64N(sp.C)
 			got := sp.Take(&fast, now, cost)
-			v := sp.look(&slow, now)
+			var v view
+			v.look(&sp, &slow, now)
 			ok := v.allows(cost)
 			if ok {
 				v.commit(&slow, cost)
 			}
-			want := v.decide(cost, ok)
+			var want Decision
+			v.decide(&want, cost, ok)
 			if got != want || fast.T != slow.T || fast.A != slow.A {
 				t.Fatalf("%v step %d: Take = %+v state %+v, want %+v state %+v", l, i, got, fast, want, slow)
 			}

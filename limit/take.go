@@ -67,17 +67,13 @@ func (sp *Spec) TakeTo(d *Decision, s *State, nowUS, cost int64) {
 		sp.takeTokens(d, s, nowUS, cost)
 		return
 	}
-	*d = sp.take(s, nowUS, cost)
-}
-
-// take is Take for every case: through a view.
-func (sp Spec) take(s *State, nowUS, cost int64) Decision {
-	v := sp.look(s, nowUS)
+	var v view
+	v.look(sp, s, nowUS)
 	ok := v.allows(cost)
 	if ok {
 		v.commit(s, cost)
 	}
-	return v.decide(cost, ok)
+	v.decide(d, cost, ok)
 }
 
 // TakeAll decides one request of cost units against several limits of one
@@ -116,17 +112,27 @@ func TakeAll(states []State, limits []Limit, now time.Time, cost int64) (Decisio
 // themselves. It assumes 1 <= cost <= every capacity and len(states) ==
 // len(specs) >= 1.
 func TakeSpecs(states []*State, specs []Spec, nowUS, cost int64) (Decision, int) {
+	var d Decision
+	b := TakeSpecsTo(&d, states, specs, nowUS, cost)
+	return d, b
+}
+
+// TakeSpecsTo is TakeSpecs writing the Decision to *d, for the reason
+// Spec.TakeTo gives. It returns the binding limit's index.
+func TakeSpecsTo(d *Decision, states []*State, specs []Spec, nowUS, cost int64) int {
 	if len(specs) == 1 {
-		return specs[0].Take(states[0], nowUS, cost), 0
+		specs[0].TakeTo(d, states[0], nowUS, cost)
+		return 0
 	}
 	var buf [8]view // most requests carry a few limits
-	views := buf[:0]
+	views := buf[:]
 	if len(specs) > len(buf) {
-		views = make([]view, 0, len(specs))
+		views = make([]view, len(specs))
 	}
+	views = views[:len(specs)]
 	ok := true
-	for i, sp := range specs {
-		views = append(views, sp.look(states[i], nowUS))
+	for i := range specs {
+		views[i].look(&specs[i], states[i], nowUS)
 		ok = ok && views[i].allows(cost)
 	}
 	if ok {
@@ -134,13 +140,15 @@ func TakeSpecs(states []*State, specs []Spec, nowUS, cost int64) (Decision, int)
 			views[i].commit(states[i], cost)
 		}
 	}
-	return bind(views, cost, ok)
+	return bind(d, views, cost, ok)
 }
 
-// bind chooses the binding limit's decision.
-func bind(views []view, cost int64, allowed bool) (Decision, int) {
-	var out Decision
-	best := -1
+// bind writes the binding limit's decision to out and returns its index.
+func bind(out *Decision, views []view, cost int64, allowed bool) int {
+	// Each candidate is decided into one of two places, and the best so far
+	// is kept in the other: no Decision is copied in the loop.
+	var cand [2]Decision
+	cur, best := 0, -1
 	var delay time.Duration
 	for i := range views {
 		ok := allowed
@@ -150,16 +158,18 @@ func bind(views []view, cost int64, allowed bool) (Decision, int) {
 				continue // not a reason for the denial
 			}
 		}
-		d := views[i].decide(cost, ok)
+		d, b := &cand[cur], &cand[cur^1]
+		views[i].decide(d, cost, ok)
 		delay = max(delay, d.Delay)
 		if best < 0 ||
-			(!allowed && d.RetryAfter > out.RetryAfter) ||
-			(allowed && d.Remaining < out.Remaining) {
-			out, best = d, i
+			(!allowed && d.RetryAfter > b.RetryAfter) ||
+			(allowed && d.Remaining < b.Remaining) {
+			best, cur = i, cur^1
 		}
 	}
+	*out = cand[cur^1]
 	out.Delay = delay
-	return out, best
+	return best
 }
 
 // LeaseSpecs takes up to want units from all the limits at once, as many as
@@ -168,23 +178,25 @@ func bind(views []view, cost int64, allowed bool) (Decision, int) {
 // binding decision after the charge.
 func LeaseSpecs(states []*State, specs []Spec, nowUS, want int64) (int64, Decision) {
 	var buf [8]view // most requests carry a few limits
-	views := buf[:0]
+	views := buf[:]
 	if len(specs) > len(buf) {
-		views = make([]view, 0, len(specs))
+		views = make([]view, len(specs))
 	}
+	views = views[:len(specs)]
 	g := want
-	for i, sp := range specs {
-		views = append(views, sp.look(states[i], nowUS))
+	for i := range specs {
+		views[i].look(&specs[i], states[i], nowUS)
 		g = min(g, views[i].avail())
 	}
+	var d Decision
 	if g < 1 {
-		d, _ := bind(views, 1, false)
+		bind(&d, views, 1, false)
 		return 0, d
 	}
 	for i := range views {
 		views[i].commit(states[i], g)
 	}
-	d, _ := bind(views, g, true)
+	bind(&d, views, g, true)
 	return g, d
 }
 
@@ -202,7 +214,8 @@ func (sp Spec) giveBack(s *State, nowUS, leaseUS, units int64) {
 	if units < 1 {
 		return
 	}
-	v := sp.look(s, nowUS)
+	var v view
+	v.look(&sp, s, nowUS)
 	switch sp.Algorithm {
 	case TokenBucket, LeakyBucket:
 		s.T, s.A = v.now, max(v.d-units*sp.P, 0)

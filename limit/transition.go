@@ -36,12 +36,12 @@ func (sp Spec) quanta(us int64) int64 {
 	return floorDiv(us, sp.Q)
 }
 
-// look computes the view of s at nowUS.
-func (sp Spec) look(s *State, nowUS int64) view {
+// look sets v to the view of s at nowUS.
+func (v *view) look(sp *Spec, s *State, nowUS int64) {
 	if nowUS < 1 {
 		nowUS = 1 // T == 0 means never charged; the epoch itself counts as 1µs after it
 	}
-	v := view{sp: sp, now: nowUS}
+	*v = view{sp: *sp, now: nowUS}
 	switch sp.Algorithm {
 	case TokenBucket, LeakyBucket:
 		v.nq = sp.quanta(nowUS)
@@ -94,7 +94,6 @@ func (sp Spec) look(s *State, nowUS int64) view {
 			v.head++
 		}
 	}
-	return v
 }
 
 // avail is how many units the limit admits at the view's instant.
@@ -135,16 +134,16 @@ func (v *view) allows(cost int64) bool {
 // after is the time in microseconds from the view's instant until quantum tq.
 func (v *view) after(tq int64) int64 { return max(tq*v.sp.Q-v.now, 0) }
 
-// decide returns the decision for cost: the figures after the charge when
-// allowed, the current ones with RetryAfter when not.
-func (v *view) decide(cost int64, allowed bool) Decision {
+// decide writes to dec the decision for cost: the figures after the charge
+// when allowed, the current ones with RetryAfter when not. Written in place,
+// not returned, for the reason Spec.TakeTo gives.
+func (v *view) decide(dec *Decision, cost int64, allowed bool) {
 	sp := v.sp
 	charged := int64(0)
 	if allowed {
 		charged = cost
 	}
-	var dec Decision
-	dec.Allowed = allowed
+	*dec = Decision{Allowed: allowed}
 	switch sp.Algorithm {
 	case TokenBucket, LeakyBucket:
 		d := v.d + charged*sp.P
@@ -191,7 +190,6 @@ func (v *view) decide(cost int64, allowed bool) Decision {
 			dec.RetryAfter = us(v.logRetry(cost))
 		}
 	}
-	return dec
 }
 
 // counterRetry returns the first quantum at which cost fits a sliding window

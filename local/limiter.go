@@ -112,15 +112,14 @@ func (l *Limiter) AllowAt(key string, now time.Time, cost int64, limits ...limit
 // allowAt is AllowAt at nowUS. Bad input is reported in the order of
 // limit.TakeAll: the key, no limits, a limit given twice, then each limit's
 // validity and the cost against it.
-func (l *Limiter) allowAt(key string, nowUS, cost int64, limits []limit.Limit) (limit.Decision, int, error) {
+func (l *Limiter) allowAt(key string, nowUS, cost int64, limits []limit.Limit) (d limit.Decision, b int, err error) {
 	if err := checkRequest(key, limits); err != nil {
 		return limit.Decision{}, 0, err
 	}
 	h := l.hash(key)
 	sh := l.shardOf(h)
 	if len(limits) == 1 {
-		var d limit.Decision
-		err := l.allowOne(&d, sh, h, key, nowUS, cost, &limits[0])
+		err = l.allowOne(&d, sh, h, key, nowUS, cost, &limits[0])
 		return d, 0, err
 	}
 	var buf groupBuf
@@ -130,7 +129,7 @@ func (l *Limiter) allowAt(key string, nowUS, cost int64, limits []limit.Limit) (
 		sh.mu.Unlock()
 		return limit.Decision{}, 0, l.badRequest(sh, limits, bad, cost, err)
 	}
-	d, b := limit.TakeSpecs(g.states, g.specs, nowUS, cost)
+	b = limit.TakeSpecsTo(&d, g.states, g.specs, nowUS, cost)
 	sh.settle(&g, d.Allowed, nowUS)
 	sh.mu.Unlock()
 	return d, b, nil
