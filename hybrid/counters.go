@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // counterStripes spreads the decision counters over cache lines: with one
@@ -25,9 +26,8 @@ func (c *counters) add(src Source, allowed bool) {
 	if allowed {
 		o = 1
 	}
-	x := rand.Uint32()
-	c.stripes[x%counterStripes].n[src][o].Add(1)
-	if x>>24 == 0 && (src == SourceLease || src == SourceDenyCache) {
+	c.stripes[stripe()].n[src][o].Add(1)
+	if (src == SourceLease || src == SourceDenyCache) && rand.Uint32()>>24 == 0 {
 		// One answer in 256 from memory yields the processor. A caller
 		// that loops on Allow without ever blocking (a spinning client,
 		// a CPU-bound handler) otherwise runs for a whole 10 ms time
@@ -37,6 +37,17 @@ func (c *counters) add(src Source, allowed bool) {
 		// because our own process was busy.
 		runtime.Gosched()
 	}
+}
+
+// stripe picks the calling goroutine's stripe from the address of its
+// stack. A goroutine keeps its stripe while it runs (its stack moves only
+// when it grows), so a processor keeps writing lines it already holds; a
+// random stripe per call made nearly every count move a line from the other
+// processor's cache.
+func stripe() int {
+	var b byte
+	p := uint64(uintptr(unsafe.Pointer(&b)))
+	return int((p >> 10) * 0x9e3779b97f4a7c15 >> 60 % counterStripes)
 }
 
 // load returns the totals: allowed and denied by Source.
