@@ -2,6 +2,7 @@ package hybrid
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,49 @@ func TestLeaseServesHotKey(t *testing.T) {
 		t.Errorf("Stats: %d leases holding %d units; want 1 lease of at most 1%% of 100,000", st.Leases, st.LeaseUnits)
 	}
 	t.Logf("5000 decisions: %v, %d round trips, %d units outstanding", bySource, st.Nodes[0].Calls, st.LeaseUnits)
+}
+
+// TestLeaseBadInputConsumesNothing: a lease is spent before a request is
+// validated, so bad input for a key holding one must still be refused and
+// leave the lease as it was.
+func TestLeaseBadInputConsumesNothing(t *testing.T) {
+	lim, _ := newMini(t, 1, Config{Timeout: 2 * time.Second})
+	ctx := context.Background()
+	l := PerSecond(100_000)
+	for i := 0; i < 2000 && lim.Stats().Leases == 0; i++ {
+		if _, err := lim.Allow(ctx, "hot", l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := lim.Stats()
+	if before.Leases != 1 || before.LeaseUnits < 2 {
+		t.Fatalf("Stats %+v: want one lease holding units", before)
+	}
+	bad := []struct {
+		n      int64
+		limits []Limit
+		want   error
+	}{
+		{0, []Limit{l}, ErrInvalidCost},
+		{-5, []Limit{l}, ErrInvalidCost},
+		{-before.LeaseUnits, []Limit{l}, ErrInvalidCost},
+		{100_001, []Limit{l}, ErrCostExceedsLimit},
+		{1, []Limit{l, l}, ErrInvalidLimit},
+		{1, []Limit{{Rate: 100_000, Period: time.Second, Burst: -1}}, ErrInvalidLimit},
+		{1, nil, ErrInvalidLimit},
+	}
+	for _, b := range bad {
+		if _, err := lim.AllowN(ctx, "hot", b.n, b.limits...); !errors.Is(err, b.want) {
+			t.Errorf("AllowN(hot, %d, %v) = %v, want %v", b.n, b.limits, err, b.want)
+		}
+	}
+	after := lim.Stats()
+	if after.LeaseUnits != before.LeaseUnits {
+		t.Errorf("lease units %d -> %d after bad input, want unchanged", before.LeaseUnits, after.LeaseUnits)
+	}
+	if r, err := lim.Allow(ctx, "hot", l); err != nil || r.Source != SourceLease {
+		t.Errorf("Allow after bad input = %+v, %v; want an answer from the lease", r, err)
+	}
 }
 
 func TestLeaseNotForLeakyBucket(t *testing.T) {

@@ -180,10 +180,12 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	if l.closed.Load() {
 		return Result{}, ErrClosed
 	}
-	if err := validate(key, n, limits); err != nil {
-		return Result{}, err
-	}
-	lease := l.leases != nil && leasable(limits)
+	// A lease is spent before the request is validated: it is held only
+	// for limits that were, and spent only by a request with equal limits
+	// and a cost from 1 to the units held, which never exceed a capacity.
+	// A request a lease serves is valid, and validating it (Limit.Spec for
+	// each limit) took a tenth of a lease answer's time.
+	lease := l.leases != nil && n >= 1 && leasable(limits)
 	held := false
 	if lease {
 		var r Result
@@ -193,6 +195,9 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 			return l.count(r), nil
 		}
 		lease = !held // a lease is held but dry: ask Redis meanwhile
+	}
+	if err := validate(key, n, limits); err != nil {
+		return Result{}, err
 	}
 	if l.deny != nil {
 		if r, ok := l.deny.get(key, n, limits); ok {
