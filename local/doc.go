@@ -32,14 +32,15 @@
 //
 // A Limiter keeps one entry per (key, limit) pair: the limit's state for that
 // key and its integer form, limit.Spec, computed once when the entry is
-// created. Entries are spread over Config.Shards shards by a hash of the key
-// (hash/maphash, seeded per Limiter), each with its own mutex and map, so the
-// limits of one key share a shard and one lock, and different keys rarely
-// contend. A shard's map is keyed by the key alone and holds the first of the
-// key's entries, which are chained: a string-keyed lookup is several times
-// faster in Go than one keyed by a struct of the key and the Limit. Each shard
-// also remembers the entry of its latest single-limit request, so a hot key
-// is found without a map lookup. Deciding for a key already present
+// created, by which the entry is found (limit.Spec.Matches). Entries are
+// spread over Config.Shards shards by a hash of the key (hash/maphash, seeded
+// per Limiter), each with its own mutex and index, so the limits of one key
+// share a shard and one lock, and different keys rarely contend. A shard's
+// index (open addressing by the key's hash) holds the first of the key's
+// entries, which are chained. An entry is 192 bytes, keys of up to 64 bytes
+// included, and a decision reads two of its cache lines. Each shard also
+// remembers the entry of its latest single-limit request, so a hot key is
+// found without an index lookup. Deciding for a key already present
 // allocates nothing.
 //
 // # Expiry and eviction
@@ -64,13 +65,13 @@
 //     memory after a burst of keys;
 //   - when memory is full (see below).
 //
-// Memory is bounded: there are never more than Config.MaxKeys entries (about
-// 200 bytes each, plus the key), spread evenly over the shards. Inserting
-// into a full shard samples eight of its entries and drops the expired ones
-// among them or, when none is, the least recently used. Eviction forgets
-// state: an evicted key looks fresh the next time it is seen (a full bucket,
-// an empty window), so a flood of new keys larger than MaxKeys can let the
-// evicted ones through again. Size MaxKeys for the (key, limit) pairs active
+// Memory is bounded: there are never more than Config.MaxKeys entries (192
+// bytes each, plus keys longer than 64 bytes), spread evenly over the shards.
+// Inserting into a full shard samples eight of its entries and drops the
+// expired ones among them or, when none is, the least recently used.
+// Eviction forgets state: an evicted key looks fresh the next time it is
+// seen (a full bucket, an empty window), so a flood of new keys larger than
+// MaxKeys can let the evicted ones through again. Size MaxKeys for the (key, limit) pairs active
 // within a period of your longest limit.
 //
 // # Leases
