@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -53,10 +55,11 @@ func BenchmarkDecide(b *testing.B) {
 	ctx := context.Background()
 	l := limit.PerMinute(1_000_000)
 	b.Run("impl=hybridlimit", func(b *testing.B) {
-		s, _ := benchStore(b)
+		s, rdb := benchStore(b)
 		var next atomic.Uint64
 		b.SetParallelism(64 / runtimeProcs())
 		b.ReportAllocs()
+		cpu0, scripts0 := serverCost(b, rdb)
 		start := time.Now()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -69,6 +72,7 @@ func BenchmarkDecide(b *testing.B) {
 		})
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
 		b.ReportMetric(1, "redis-calls/op")
+		reportServerCost(b, rdb, cpu0, scripts0)
 	})
 	b.Run("impl=redis_rate", func(b *testing.B) {
 		_, rdb := benchStore(b)
@@ -77,6 +81,7 @@ func BenchmarkDecide(b *testing.B) {
 		var next atomic.Uint64
 		b.SetParallelism(64 / runtimeProcs())
 		b.ReportAllocs()
+		cpu0, scripts0 := serverCost(b, rdb)
 		start := time.Now()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -89,6 +94,7 @@ func BenchmarkDecide(b *testing.B) {
 		})
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
 		b.ReportMetric(1, "redis-calls/op")
+		reportServerCost(b, rdb, cpu0, scripts0)
 	})
 }
 
@@ -100,12 +106,13 @@ func BenchmarkDecideMany(b *testing.B) {
 	l := []limit.Limit{limit.PerMinute(1_000_000)}
 	for _, batch := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			s, _ := benchStore(b)
+			s, rdb := benchStore(b)
 			var next atomic.Uint64
 			var calls atomic.Int64
 			// 8 callers: with 64 keys a call, 512 decisions in flight.
 			b.SetParallelism(max(1, 8/runtimeProcs()))
 			b.ReportAllocs()
+			cpu0, scripts0 := serverCost(b, rdb)
 			start := time.Now()
 			b.RunParallel(func(pb *testing.PB) {
 				reqs := make([]Request, batch)
@@ -130,8 +137,48 @@ func BenchmarkDecideMany(b *testing.B) {
 			})
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "decisions/s")
 			b.ReportMetric(float64(calls.Load())/float64(b.N), "redis-calls/op")
+			reportServerCost(b, rdb, cpu0, scripts0)
 		})
 	}
 }
 
 func runtimeProcs() int { return max(1, runtime.GOMAXPROCS(0)) }
+
+// serverCost is what a Redis server has spent so far: CPU (INFO cpu, user
+// plus system) and time inside script commands (INFO commandstats, EVAL
+// and EVALSHA), both in microseconds.
+func serverCost(b *testing.B, rdb *redis.Client) (cpu, scripts float64) {
+	b.Helper()
+	info, err := rdb.Info(context.Background(), "cpu", "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		name, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "used_cpu_user", "used_cpu_sys":
+			f, _ := strconv.ParseFloat(val, 64)
+			cpu += f * 1e6
+		case "cmdstat_eval", "cmdstat_evalsha":
+			for _, kv := range strings.Split(val, ",") {
+				if v, ok := strings.CutPrefix(kv, "usec="); ok {
+					f, _ := strconv.ParseFloat(v, 64)
+					scripts += f
+				}
+			}
+		}
+	}
+	return cpu, scripts
+}
+
+// reportServerCost reports the server's CPU and script time per decision
+// since before (from serverCost).
+func reportServerCost(b *testing.B, rdb *redis.Client, cpu0, scripts0 float64) {
+	b.Helper()
+	cpu, scripts := serverCost(b, rdb)
+	b.ReportMetric((cpu-cpu0)/float64(b.N), "redis-cpu-µs/op")
+	b.ReportMetric((scripts-scripts0)/float64(b.N), "script-µs/op")
+}

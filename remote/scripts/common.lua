@@ -6,18 +6,22 @@
 -- ARGV strings replace five tonumber calls and a table.
 local last_args = {}
 
+-- The spec of the limit at ARGV[ai], the j-th of its request.
+local function read_spec(j, ai)
+  local a1, a2, a3, a4, a5 = ARGV[ai], ARGV[ai + 1], ARGV[ai + 2], ARGV[ai + 3], ARGV[ai + 4]
+  local l = last_args[j]
+  if l and l[1] == a1 and l[2] == a2 and l[3] == a3 and l[4] == a4 and l[5] == a5 then
+    return l.sp
+  end
+  local sp = {alg = tonumber(a1), q = tonumber(a2), p = tonumber(a3), r = tonumber(a4), c = tonumber(a5)}
+  last_args[j] = {a1, a2, a3, a4, a5, sp = sp}
+  return sp
+end
+
 local function read_views(ai, ki, nl, now)
   local views = {}
   for j = 1, nl do
-    local a1, a2, a3, a4, a5 = ARGV[ai], ARGV[ai + 1], ARGV[ai + 2], ARGV[ai + 3], ARGV[ai + 4]
-    local l = last_args[j]
-    local sp
-    if l and l[1] == a1 and l[2] == a2 and l[3] == a3 and l[4] == a4 and l[5] == a5 then
-      sp = l.sp
-    else
-      sp = {alg = tonumber(a1), q = tonumber(a2), p = tonumber(a3), r = tonumber(a4), c = tonumber(a5)}
-      last_args[j] = {a1, a2, a3, a4, a5, sp = sp}
-    end
+    local sp = read_spec(j, ai)
     local A = ALG[sp.alg]
     local v = A.look(KEYS[ki], sp, now)
     v.A = A

@@ -12,9 +12,27 @@ local ki = 1
 for _ = 1, tonumber(ARGV[1]) do
   local cost = tonumber(ARGV[ai])
   local nl = tonumber(ARGV[ai + 1])
-  local views
-  views, ai, ki = read_views(ai + 2, ki, nl, now)
-  if cost < 0 then
+  local sp, take = nil, nil
+  if nl == 1 and cost > 0 then
+    sp = read_spec(1, ai + 2)
+    take = ALG[sp.alg].take
+  end
+  if take then
+    -- One limit whose algorithm decides a request in one step, without
+    -- the tables of the general path below.
+    local ok, remaining, retry, reset = take(KEYS[ki], sp, now, cost)
+    out[oi + 1] = ok
+    out[oi + 2] = 0
+    out[oi + 3] = remaining
+    out[oi + 4] = retry
+    out[oi + 5] = reset
+    out[oi + 6] = 0
+    oi = oi + 6
+    ai = ai + 7
+    ki = ki + 1
+  elseif cost < 0 then
+    local views
+    views, ai, ki = read_views(ai + 2, ki, nl, now)
     local g, best, d = take_lease(views, -cost)
     out[oi + 1] = g
     out[oi + 2] = best
@@ -25,6 +43,8 @@ for _ = 1, tonumber(ARGV[1]) do
     out[oi + 7] = now
     oi = oi + 7
   else
+    local views
+    views, ai, ki = read_views(ai + 2, ki, nl, now)
     local all = true
     for j = 1, nl do
       if not views[j].A.allows(views[j], cost) then

@@ -4,22 +4,48 @@
 -- current quantum recovers the deficit, refilled (package limit, look).
 local TB = {}
 
+-- The deficit a stored state s (or nil) holds at the quantum whose base
+-- (nq*R mod 2^52) is given.
+local function tb_deficit(s, base)
+  if not s then
+    return 0
+  end
+  local diff = mod52(tonumber(s) - base)
+  if diff >= TWO51 then
+    diff = diff - TWO52
+  end
+  -- Above the capacity when the clock went back: empty until it drains.
+  if diff < 0 then
+    return 0
+  end
+  return diff
+end
+
 function TB.look(key, sp, raw)
   local nq = fdiv(raw, sp.q)
   local v = {sp = sp, key = key, raw = raw, now = raw, nq = nq, d = 0, base = modmul(nq, sp.r)}
-  local s = rcall('GET', key)
-  if s then
-    local diff = mod52(tonumber(s) - v.base)
-    if diff >= TWO51 then
-      diff = diff - TWO52
-    end
-    -- Above the capacity when the clock went back: empty until it drains.
-    if diff < 0 then
-      diff = 0
-    end
-    v.d = diff
-  end
+  v.d = tb_deficit(rcall('GET', key), v.base)
   return v
+end
+
+-- take decides a request of cost units against this limit alone, exactly
+-- as look, allows, commit and decide do, without their tables: most
+-- requests of a decide call are one token bucket. Returns allowed (1 or 0),
+-- remaining, retry and reset (µs).
+function TB.take(key, sp, raw, cost)
+  local q, p, r = sp.q, sp.p, sp.r
+  local nq = fdiv(raw, q)
+  local base = modmul(nq, r)
+  local d = tb_deficit(rcall('GET', key), base)
+  local full, need = sp.c * p, cost * p
+  if d + need > full then
+    return 0, mmax(fdiv(full - d, p), 0), mmax((nq + cdiv(d + need - full, r)) * q - raw, 0),
+      mmax((nq + cdiv(d, r)) * q - raw, 0)
+  end
+  d = d + need
+  local reset = (nq + cdiv(d, r)) * q
+  rcall('SET', key, str(mod52(base + d)), 'PX', ttl_ms(reset, raw))
+  return 1, fdiv(full - d, p), 0, mmax(reset - raw, 0)
 end
 
 function TB.avail(v)
