@@ -2,7 +2,6 @@ package hybrid
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,15 +26,24 @@ type batcher struct {
 	pending []*call
 }
 
-// call is one request waiting in a batch.
+// call is one request waiting in a batch. Calls are reused (callPool):
+// done is signalled by a send, not closed, and the timer is reset.
 type call struct {
 	req      remote.Request
 	deadline time.Time
 	out      remote.Result
-	ok       bool // the node was asked (the breaker let the batch through)
-	done     chan struct{}
-	lead     chan []*call // the batch this call must send, when it is its turn
+	ok       bool          // the node was asked (the breaker let the batch through)
+	done     chan struct{} // receives once, when out and ok are final
+	lead     chan []*call  // the batch this call must send, when it is its turn
+	limits   []Limit       // storage of req.Limits, kept across uses
+	timer    *time.Timer   // the deadline, kept across uses
 }
+
+// callPool keeps calls with their channels, timer and limits: a request
+// that waits for a batch otherwise allocated all four.
+var callPool = sync.Pool{New: func() any {
+	return &call{done: make(chan struct{}, 1), lead: make(chan []*call, 1)}
+}}
 
 // decide asks nd about one request, in a batch when others are in flight.
 // ok is false when the node was not asked (breaker open, or no turn before
@@ -64,32 +72,44 @@ func (l *Limiter) send(ctx context.Context, nd *node, req remote.Request) (r rem
 	// Copies of the key and limits: the caller's must not escape, or every
 	// call with variadic limits would allocate them, on the lease and
 	// denial-cache paths too.
-	c := &call{
-		req:      remote.Request{Key: strings.Clone(req.Key), Cost: req.Cost, Limits: slices.Clone(req.Limits), Lease: req.Lease},
-		deadline: deadline,
-		done:     make(chan struct{}),
-		lead:     make(chan []*call, 1),
-	}
+	c := callPool.Get().(*call)
+	c.limits = append(c.limits[:0], req.Limits...)
+	c.req = remote.Request{Key: strings.Clone(req.Key), Cost: req.Cost, Limits: c.limits, Lease: req.Lease}
+	c.deadline = deadline
+	c.out, c.ok = remote.Result{}, false
 	b.pending = append(b.pending, c)
 	b.mu.Unlock()
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
+	if c.timer == nil {
+		c.timer = time.NewTimer(time.Until(deadline))
+	} else {
+		c.timer.Reset(time.Until(deadline)) // stopped, and its channel empty
+	}
+	left := false
 	select {
 	case <-c.done:
 	case batch := <-c.lead:
 		l.runBatch(nd, batch)
-	case <-timer.C:
-		if b.leave(c) {
-			return remote.Result{}, false
-		}
-		// Already taken into a batch, which ends by our deadline.
-		select {
-		case <-c.done:
-		case batch := <-c.lead:
-			l.runBatch(nd, batch)
+		<-c.done // the batch, c's own, signalled it
+	case <-c.timer.C:
+		if left = b.leave(c); !left {
+			// Already taken into a batch, which ends by our deadline.
+			select {
+			case <-c.done:
+			case batch := <-c.lead:
+				l.runBatch(nd, batch)
+				<-c.done
+			}
 		}
 	}
-	return c.out, c.ok
+	c.timer.Stop()
+	if !left {
+		r, ok = c.out, c.ok
+	}
+	// Nothing refers to c now: a batch signals done last, and a call that
+	// left the queue was never in one.
+	c.req, c.out = remote.Request{}, remote.Result{}
+	callPool.Put(c)
+	return r, ok
 }
 
 // leave takes c out of the queue, if it is still waiting there.
@@ -172,7 +192,7 @@ func (l *Limiter) decideBatch(nd *node, batch []*call) {
 	all := batch // every call is woken, sent or not
 	defer func() {
 		for _, c := range all {
-			close(c.done)
+			c.done <- struct{}{}
 		}
 	}()
 	if len(batch) == 1 {
