@@ -42,7 +42,9 @@ type script struct {
 	sha string
 }
 
-func newScript(mask int, entry string, edit func(string) string) *script {
+// newScript builds the script of the given algorithms and files, in order
+// after them.
+func newScript(mask int, edit func(string) string, files ...string) *script {
 	var b strings.Builder
 	seen := map[string]bool{}
 	write := func(name string) {
@@ -65,8 +67,9 @@ func newScript(mask int, entry string, edit func(string) string) *script {
 			}
 		}
 	}
-	write(common)
-	write(entry)
+	for _, f := range files {
+		write(f)
+	}
 	src := b.String()
 	if edit != nil {
 		src = edit(src)
@@ -75,19 +78,33 @@ func newScript(mask int, entry string, edit func(string) string) *script {
 	return &script{src: src, sha: hex.EncodeToString(sum[:])}
 }
 
-// scriptSet is the three entry points, for every set of algorithms.
+// scriptSet is the three entry points, for every set of algorithms, and
+// the one-step decision of a single token bucket.
 type scriptSet struct {
 	decide, lease, giveBack [numMasks]*script
+	// take decides one request against one TokenBucket limit, as decide
+	// does, without common.lua, which Redis would build on every call
+	// (see take.lua).
+	take *script
 }
 
 func newScriptSet(edit func(string) string) *scriptSet {
 	s := &scriptSet{}
 	for m := 1; m < numMasks; m++ {
-		s.decide[m] = newScript(m, "decide.lua", edit)
-		s.lease[m] = newScript(m, "lease.lua", edit)
-		s.giveBack[m] = newScript(m, "giveback.lua", edit)
+		s.decide[m] = newScript(m, edit, common, "decide.lua")
+		s.lease[m] = newScript(m, edit, common, "lease.lua")
+		s.giveBack[m] = newScript(m, edit, common, "giveback.lua")
 	}
+	s.take = newScript(1<<limit.TokenBucket, edit, "take.lua")
 	return s
+}
+
+// decideOne returns the script that decides one request against limits.
+func (s *scriptSet) decideOne(limits []limit.Limit) *script {
+	if len(limits) == 1 && limits[0].Algorithm == limit.TokenBucket {
+		return s.take
+	}
+	return s.decide[mask(limits)]
 }
 
 var defaultScripts = newScriptSet(nil)
@@ -146,7 +163,7 @@ func (sc *script) runInts(ctx context.Context, c Client, keys []string, args []a
 // one SCRIPT EXISTS, and SCRIPT LOAD only for those missing (a fresh node).
 // The others are loaded the first time a call meets NOSCRIPT.
 func (s *scriptSet) load(ctx context.Context, c redis.Scripter) error {
-	var want []*script
+	want := []*script{s.take}
 	for a := range algorithmFiles {
 		want = append(want, s.decide[1<<a], s.lease[1<<a], s.giveBack[1<<a])
 	}

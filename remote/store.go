@@ -183,7 +183,7 @@ func (s *Store) Decide(ctx context.Context, key string, cost int64, limits ...li
 		return limit.Decision{}, 0, err
 	}
 	keys, args := s.appendRequest(make([]string, 0, len(limits)), []any{1, cost}, key, limits)
-	vals, err := s.scripts.decide[mask(limits)].runInts(ctx, s.rdb, keys, args).Result()
+	vals, err := s.scripts.decideOne(limits).runInts(ctx, s.rdb, keys, args).Result()
 	if err != nil {
 		return limit.Decision{}, 0, err
 	}
@@ -272,7 +272,7 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 			out[i].Err = err
 			continue
 		}
-		sc, head := s.scripts.decide[mask(r.Limits)], []any{1, r.Cost}
+		sc, head := s.scripts.decideOne(r.Limits), []any{1, r.Cost}
 		if r.Lease {
 			sc, head = s.scripts.lease[mask(r.Limits)], []any{r.Cost}
 		}
