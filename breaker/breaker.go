@@ -191,6 +191,9 @@ type Breaker struct {
 	// node's keys would otherwise queue on.
 	base      time.Time
 	openUntil atomic.Int64
+	// state mirrors gobreaker's state as of its last transition (written
+	// in onStateChange), for Peek.
+	state atomic.Int32
 }
 
 // New returns a closed Breaker for the node called name. cfg is copied and
@@ -237,6 +240,18 @@ func (b *Breaker) Config() Config { return b.cfg }
 func (b *Breaker) State() State {
 	s := fromGobreaker(b.cb.State())
 	b.flush()
+	return s
+}
+
+// Peek returns the state without changing it: an open breaker whose
+// OpenTimeout has passed is reported half-open (its next call is a probe),
+// but stays open until a call notices. Unlike State it takes no lock and
+// logs nothing, so a metrics scrape never moves a breaker.
+func (b *Breaker) Peek() State {
+	s := State(b.state.Load())
+	if s == Open && !b.Open() {
+		return HalfOpen
+	}
 	return s
 }
 
@@ -308,6 +323,7 @@ func (b *Breaker) Open() bool {
 // goroutine that caused it logs it via flush once the lock is released.
 func (b *Breaker) onStateChange(_ string, from, to gobreaker.State) {
 	t := &transition{from: fromGobreaker(from), to: fromGobreaker(to)}
+	b.state.Store(int32(t.to))
 	if t.to == Open {
 		// gobreaker's own expiry was set just before this call, so this
 		// one ends a little later: never earlier than gobreaker lets

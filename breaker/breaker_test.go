@@ -623,3 +623,41 @@ func TestConcurrentCounters(t *testing.T) {
 		}
 	})
 }
+
+// TestPeekChangesNothing: Peek reports an expired open breaker as
+// half-open without moving it there or logging (a metrics scrape called
+// State, which half-opened the breaker and logged the change).
+func TestPeekChangesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = time.Second
+		b, rec := newBreaker(t, breaker.Config{ConsecutiveFailures: 1, OpenTimeout: timeout})
+		if got := b.Peek(); got != breaker.Closed {
+			t.Errorf("Peek() of a new breaker = %v, want closed", got)
+		}
+		trip(t, b)
+		if got := b.Peek(); got != breaker.Open {
+			t.Errorf("Peek() after the trip = %v, want open", got)
+		}
+		time.Sleep(2 * timeout)
+		for range 3 {
+			if got := b.Peek(); got != breaker.HalfOpen {
+				t.Errorf("Peek() after OpenTimeout = %v, want half-open", got)
+			}
+		}
+		want := []string{"closed->open@WARN"}
+		if got := rec.transitions(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("after Peek, logged %v, want %v", got, want)
+		}
+		if s := b.Stats(); s.ToHalfOpen != 0 {
+			t.Errorf("Peek moved the breaker: %d transitions to half-open", s.ToHalfOpen)
+		}
+		done, ok := b.Allow()
+		if !ok {
+			t.Fatal("probe refused")
+		}
+		done(breaker.Success)
+		if got := b.Peek(); got != breaker.Closed {
+			t.Errorf("Peek() after a good probe = %v, want closed", got)
+		}
+	})
+}
