@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"context"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,7 +25,12 @@ const (
 //   - dial, read, write and pool timeouts of at most the Default* values,
 //     and one dial attempt per call (go-redis retries five times by default);
 //   - maintenance notifications off (plain Redis 7 does not speak them);
-//   - the scripts loaded on every new connection, after o.OnConnect.
+//
+// Nothing runs on a new connection but go-redis's own handshake and
+// o.OnConnect: the scripts are loaded by Store.Load and again whenever a
+// call meets NOSCRIPT, never inside the first call on a connection (on a
+// node with 50 ms of latency, that extra round trip made the first call on
+// every new connection time out). Store.Connect opens connections ahead.
 //
 // Addr, credentials, TLS, DB and pool size are kept as given.
 func BoundOptions(o *redis.Options) *redis.Options {
@@ -40,15 +44,6 @@ func BoundOptions(o *redis.Options) *redis.Options {
 	c.DialerRetries = 1 // a refused connection is an answer: fail fast, let the breaker count it
 	c.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	c.DisableIdentity = true
-	user := o.OnConnect
-	c.OnConnect = func(ctx context.Context, cn *redis.Conn) error {
-		if user != nil {
-			if err := user(ctx, cn); err != nil {
-				return err
-			}
-		}
-		return defaultScripts.load(ctx, cn)
-	}
 	return &c
 }
 

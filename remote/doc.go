@@ -15,7 +15,7 @@
 // again, in pipelines and multi-key calls too. A script that did not run is
 // never charged, so that resend is safe; nothing else is retried, because a
 // script that timed out may have run. Clients built by [NewClient] or
-// [BoundOptions] never retry and load the scripts on every new connection.
+// [BoundOptions] never retry; nothing of ours runs on a new connection.
 //
 // Keys are "<prefix>{<key>}:<algorithm>:<rate>:<period>[:<burst>]", so all
 // the keys of one user key share a hash tag and live on one node (and one

@@ -34,6 +34,8 @@ type Config struct {
 // holds no resources of its own: closing the client is the caller's.
 type Store struct {
 	rdb      Client
+	oneCall  bool // a batch is one script call: the client talks to one server
+	conc     int  // see Concurrency
 	prefix   string
 	scripts  *scriptSet
 	lastArgs atomic.Pointer[boxedSpec] // see specArgs
@@ -49,11 +51,62 @@ func New(rdb Client, cfg Config) (*Store, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
 	}
-	return &Store{rdb: rdb, prefix: cfg.Prefix, scripts: defaultScripts}, nil
+	st := &Store{rdb: rdb, prefix: cfg.Prefix, scripts: defaultScripts, conc: DefaultConcurrency}
+	switch c := rdb.(type) {
+	case *redis.Client: // one server, or a Sentinel group's master
+		st.oneCall = true
+		st.conc = c.Options().PoolSize
+	case *redis.ClusterClient:
+		st.conc = c.Options().PoolSize
+	case *redis.Ring:
+		st.conc = c.Options().PoolSize
+	}
+	st.conc = max(st.conc, 1)
+	return st, nil
+}
+
+// DefaultConcurrency is what Concurrency reports for a client whose pool
+// size cannot be read.
+const DefaultConcurrency = 10
+
+// Concurrency is how many calls the client can carry at once without
+// waiting for a connection: its pool size (per server for a Cluster or a
+// Ring), or DefaultConcurrency for a client of another type.
+func (s *Store) Concurrency() int { return s.conc }
+
+// DecideBatch decides many requests in one round trip, the way the client
+// needs: one multi-key script call (DecideMany) on a client of one server
+// (*redis.Client, also a Sentinel failover client); one pipeline of script
+// calls (DecidePipeline) on a Redis Cluster, a Ring or any other client,
+// whose requests may live on different servers. out must have len(reqs)
+// elements; the returned error is that of the round trip.
+func (s *Store) DecideBatch(ctx context.Context, reqs []Request, out []Result) error {
+	if s.oneCall {
+		return s.DecideMany(ctx, reqs, out)
+	}
+	return s.DecidePipeline(ctx, reqs, out)
 }
 
 // Load loads the scripts into the node's script cache.
 func (s *Store) Load(ctx context.Context) error { return s.scripts.load(ctx, s.rdb) }
+
+// Connect opens up to n connections to the node at once (n concurrent
+// PINGs), so that the first requests of a busy moment do not pay for a
+// connection's handshake (a HELLO round trip, which go-redis makes on a
+// connection's first use) inside their budget. It returns the first error.
+func (s *Store) Connect(ctx context.Context, n int) error {
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- s.rdb.Process(ctx, redis.NewStatusCmd(ctx, "ping")) }()
+	}
+	var first error
+	for range n {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
 
 // Request is one request of a multi-key call.
 type Request struct {
