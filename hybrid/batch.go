@@ -6,68 +6,95 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/hybridlimit/hybridlimit/breaker"
-	"github.com/hybridlimit/hybridlimit/limit"
 	"github.com/hybridlimit/hybridlimit/remote"
 )
 
-// batcher coalesces the concurrent requests for one node: while a round
-// trip is in flight, the requests that arrive gather, and the next round
-// trip decides up to max of them at once (remote.Store.DecideMany, one
-// script call). An idle node is asked at once. Every request keeps its own
-// deadline, Config.Timeout after it arrived: a round trip is bounded by the
-// earliest deadline among its requests, and a request still waiting for its
-// turn at its deadline leaves, to be answered by the failure mode.
+// batcher coalesces the concurrent requests for one node. Requests queue;
+// a round trip takes up to Batch.MaxSize of them at once (one script call,
+// remote.Store.DecideBatch), and the requests that arrive while it is in
+// flight gather for the next. An idle node is asked at once.
+//
+// Several round trips may be in flight (at most the node's conc): a
+// request that has waited spurAfter (Timeout/8) without being taken starts
+// another round trip. On a fast node the round trip in flight ends first,
+// and requests gather behind it as they always did; on a slow one, the
+// round trips in flight grow with its latency, so that a request waits at
+// most spurAfter before it is sent and a node that answers within its
+// Timeout keeps its keys.
+//
+// Round trips run in goroutines of their own (workers), never on a
+// caller's context: a caller whose context ends leaves at once, and its
+// leaving neither cuts a connection nor counts against the node.
 type batcher struct {
-	mu      sync.Mutex
-	busy    bool
-	pending []*call
+	mu       sync.Mutex
+	inflight int     // round trips in flight (workers, and inline callers)
+	closed   bool    // the Limiter is closing: no worker starts
+	pending  []*call // waiting to be taken, oldest first
 }
 
-// call is one request waiting in a batch. Calls are reused (callPool):
-// done is signalled by a send, not closed, and the timer is reset.
+// spurDivisor: a request queued for Timeout/spurDivisor starts a round
+// trip of its own (if the node may have one more in flight).
+const spurDivisor = 8
+
+// dropDivisor: a request taken into a round trip with less than
+// budget/dropDivisor of its budget left is not sent (ReasonQueued): its
+// answer would come too late, and its timing out would count against a
+// node that did nothing wrong.
+const dropDivisor = 4
+
+// call is one request waiting for a round trip. Calls are reused
+// (callPool) unless their caller left before the answer came.
 type call struct {
 	req      remote.Request
-	deadline time.Time
+	deadline time.Time     // the caller's: it leaves then
+	budget   time.Duration // from arrival to deadline
+	sendBy   time.Time     // Timeout after arrival: bounds its round trip
+	dropped  bool          // not sent: too little of its budget was left
+	ctxBound bool          // deadline is the caller context's: its passing is ReasonCancelled
 	out      remote.Result
-	ok       bool          // the node was asked (the breaker let the batch through)
-	done     chan struct{} // receives once, when out and ok are final
-	lead     chan []*call  // the batch this call must send, when it is its turn
+	ok       bool          // out is Redis's answer
+	why      Reason        // when !ok
+	err      error         // when !ok: the round trip's error, if any
+	queued   bool          // in batcher.pending (guarded by its mu)
+	done     chan struct{} // receives once, when the answer is final
 	limits   []Limit       // storage of req.Limits, kept across uses
-	timer    *time.Timer   // the deadline, kept across uses
+	timer    *time.Timer   // kept across uses
 }
 
-// callPool keeps calls with their channels, timer and limits: a request
-// that waits for a batch otherwise allocated all four.
-var callPool = sync.Pool{New: func() any {
-	return &call{done: make(chan struct{}, 1), lead: make(chan []*call, 1)}
-}}
+var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
-// decide asks nd about one request, in a batch when others are in flight.
-// ok is false when the node was not asked (breaker open, or no turn before
-// the deadline); err is the call's error.
-func (l *Limiter) decide(ctx context.Context, nd *node, key string, n int64, limits []Limit) (d limit.Decision, binding int, ok bool, err error) {
-	r, ok := l.send(ctx, nd, remote.Request{Key: key, Cost: n, Limits: limits})
-	return r.Decision, r.Binding, ok, r.Err
+// deadline is the instant by which a request that starts now must be
+// answered: Config.Timeout from now, or the caller's deadline if sooner.
+func (l *Limiter) deadline(ctx context.Context, now time.Time) time.Time {
+	d := now.Add(l.cfg.Timeout)
+	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
+		return cd
+	}
+	return d
 }
 
-// send asks nd about one request (a decision or a lease), in a batch when
-// others are in flight. ok is false when the node was not asked (breaker
-// open, or no turn before the deadline); r.Err is the call's error.
-func (l *Limiter) send(ctx context.Context, nd *node, req remote.Request) (r remote.Result, ok bool) {
-	deadline := time.Now().Add(l.cfg.Timeout)
+// ask sends req to nd and waits for the answer until deadline, or until ctx
+// ends. ok is true when Redis answered; otherwise why (and err, for a
+// failed round trip) says why not.
+func (l *Limiter) ask(ctx context.Context, nd *node, req remote.Request, deadline time.Time) (r remote.Result, ok bool, why Reason, err error) {
+	if ctx.Err() != nil {
+		return r, false, ReasonCancelled, nil
+	}
+	now := time.Now()
+	late := ReasonTimeout // what the deadline's passing means
+	ctxBound := false
+	if cd, ok := ctx.Deadline(); ok && !cd.After(deadline) {
+		late, ctxBound = ReasonCancelled, true
+	}
+	if !now.Before(deadline) {
+		return r, false, late, nil
+	}
 	b := &nd.batch
 	b.mu.Lock()
-	if !b.busy || l.cfg.Batch.Disable {
-		b.busy = b.busy || !l.cfg.Batch.Disable
+	if b.closed {
 		b.mu.Unlock()
-		r, ok = l.sendOne(ctx, deadline, nd, req)
-		if !l.cfg.Batch.Disable {
-			l.handOff(nd)
-		}
-		return r, ok
+		return r, false, ReasonTransport, ErrClosed
 	}
 	// Copies of the key and limits: the caller's must not escape, or every
 	// call with variadic limits would allocate them, on the lease and
@@ -75,94 +102,258 @@ func (l *Limiter) send(ctx context.Context, nd *node, req remote.Request) (r rem
 	c := callPool.Get().(*call)
 	c.limits = append(c.limits[:0], req.Limits...)
 	c.req = remote.Request{Key: strings.Clone(req.Key), Cost: req.Cost, Limits: c.limits, Lease: req.Lease}
-	c.deadline = deadline
-	c.out, c.ok = remote.Result{}, false
-	b.pending = append(b.pending, c)
-	b.mu.Unlock()
-	if c.timer == nil {
-		c.timer = time.NewTimer(time.Until(deadline))
-	} else {
-		c.timer.Reset(time.Until(deadline)) // stopped, and its channel empty
+	c.deadline, c.budget, c.sendBy, c.ctxBound = deadline, deadline.Sub(now), now.Add(l.cfg.Timeout), ctxBound
+	c.out, c.ok, c.why, c.err, c.dropped = remote.Result{}, false, 0, nil, false
+	if ctx.Done() == nil && b.inflight == 0 {
+		// An idle node and a caller that cannot leave: ask in the caller's
+		// goroutine, with no hand-off.
+		b.inflight++
+		b.mu.Unlock()
+		one := [1]*call{c}
+		l.roundTrip(nd, one[:])
+		l.release(nd)
+		r, ok, why, err = c.out, c.ok, c.why, c.err
+		c.req, c.out, c.err = remote.Request{}, remote.Result{}, nil
+		callPool.Put(c)
+		return r, ok, why, err
 	}
-	left := false
-	select {
-	case <-c.done:
-	case batch := <-c.lead:
-		l.runBatch(nd, batch)
-		<-c.done // the batch, c's own, signalled it
-	case <-c.timer.C:
-		if left = b.leave(c); !left {
-			// Already taken into a batch, which ends by our deadline.
-			select {
-			case <-c.done:
-			case batch := <-c.lead:
-				l.runBatch(nd, batch)
-				<-c.done
+	c.queued = true
+	b.pending = append(b.pending, c)
+	start := b.inflight < nd.conc && (b.inflight == 0 || l.cfg.Batch.Disable)
+	if start {
+		l.startWorker(nd)
+	}
+	b.mu.Unlock()
+
+	spur := !l.cfg.Batch.Disable
+	wait := c.budget
+	if s := l.cfg.Timeout / spurDivisor; spur && s < wait {
+		wait = s
+	} else {
+		spur = false
+	}
+	if c.timer == nil {
+		c.timer = time.NewTimer(wait)
+	} else {
+		c.timer.Reset(wait)
+	}
+	for {
+		select {
+		case <-c.done:
+			c.timer.Stop()
+			r, ok, why, err = c.out, c.ok, c.why, c.err
+			c.req, c.out, c.err = remote.Request{}, remote.Result{}, nil
+			callPool.Put(c)
+			return r, ok, why, err
+		case <-ctx.Done():
+			c.timer.Stop()
+			if b.leave(c) {
+				callPool.Put(c)
+			} // else a round trip holds it and will answer nobody: not reused
+			return r, false, ReasonCancelled, nil
+		case <-c.timer.C:
+			if spur {
+				spur = false
+				l.spur(nd, c)
+				c.timer.Reset(time.Until(deadline))
+				continue
 			}
+			if b.leave(c) {
+				callPool.Put(c)
+				if ctxBound {
+					return r, false, ReasonCancelled, nil
+				}
+				return r, false, ReasonQueued, nil
+			}
+			return r, false, late, nil
 		}
 	}
-	c.timer.Stop()
-	if !left {
-		r, ok = c.out, c.ok
+}
+
+// startWorker starts a round trip's goroutine. b.mu must be held.
+func (l *Limiter) startWorker(nd *node) {
+	nd.batch.inflight++
+	l.workers.Add(1)
+	go l.worker(nd)
+}
+
+// spur starts another round trip for c, if c still waits and the node may
+// have one more in flight.
+func (l *Limiter) spur(nd *node, c *call) {
+	b := &nd.batch
+	b.mu.Lock()
+	if c.queued && !b.closed && b.inflight < nd.conc {
+		l.startWorker(nd)
 	}
-	// Nothing refers to c now: a batch signals done last, and a call that
-	// left the queue was never in one.
-	c.req, c.out = remote.Request{}, remote.Result{}
-	callPool.Put(c)
-	return r, ok
+	b.mu.Unlock()
+}
+
+// release ends an inline round trip: requests that gathered meanwhile get
+// a worker, in the slot the inline caller held.
+func (l *Limiter) release(nd *node) {
+	b := &nd.batch
+	b.mu.Lock()
+	if len(b.pending) > 0 && !b.closed {
+		b.inflight-- // startWorker takes it again
+		l.startWorker(nd)
+	} else {
+		b.inflight--
+	}
+	b.mu.Unlock()
+}
+
+// close stops workers from starting; queued requests are still sent.
+func (b *batcher) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
 }
 
 // leave takes c out of the queue, if it is still waiting there.
 func (b *batcher) leave(c *call) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if !c.queued {
+		return false
+	}
 	for i, p := range b.pending {
 		if p == c {
 			b.pending = append(b.pending[:i], b.pending[i+1:]...)
-			return true
+			break
 		}
 	}
-	return false
+	c.queued = false
+	return true
 }
 
-// runBatch sends a batch this goroutine was handed, then passes the node on.
-func (l *Limiter) runBatch(nd *node, batch []*call) {
-	l.decideBatch(nd, batch)
-	l.handOff(nd)
-}
-
-// handOff passes the node to the next batch, if requests have gathered:
-// the first of them sends it.
-func (l *Limiter) handOff(nd *node) {
+// worker sends round trips for nd while requests are queued.
+func (l *Limiter) worker(nd *node) {
+	defer l.workers.Done()
+	size := l.cfg.Batch.MaxSize
+	if l.cfg.Batch.Disable {
+		size = 1
+	}
 	b := &nd.batch
-	b.mu.Lock()
-	if len(b.pending) == 0 {
-		b.busy = false
+	var batch []*call
+	for {
+		b.mu.Lock()
+		k := min(len(b.pending), size)
+		if k == 0 {
+			b.inflight--
+			b.mu.Unlock()
+			return
+		}
+		batch = append(batch[:0], b.pending[:k]...)
+		for _, c := range batch {
+			c.queued = false
+		}
+		n := copy(b.pending, b.pending[k:])
+		clear(b.pending[n:])
+		b.pending = b.pending[:n]
 		b.mu.Unlock()
+		l.roundTrip(nd, batch)
+		for _, c := range batch {
+			c.done <- struct{}{} // last: the caller may reuse c at once
+		}
+		clear(batch)
+	}
+}
+
+// roundTrip sends the calls of a batch in one round trip, and sets their
+// answers. A call with too little of its budget left is not sent.
+//
+// The round trip is bounded by Timeout after the arrival of its newest
+// request, never by a caller's shorter deadline: its timing out then means
+// that the node did not answer within Timeout, which is what the breaker
+// counts. A caller with less time leaves on its own.
+func (l *Limiter) roundTrip(nd *node, batch []*call) {
+	now := time.Now()
+	var deadline time.Time
+	send := 0
+	for _, c := range batch {
+		if left := c.deadline.Sub(now); left < c.budget/dropDivisor {
+			c.dropped, c.why = true, ReasonQueued
+			if c.ctxBound {
+				c.why = ReasonCancelled
+			}
+			continue
+		}
+		send++
+		if c.sendBy.After(deadline) {
+			deadline = c.sendBy
+		}
+	}
+	if send == 0 {
 		return
 	}
-	k := min(len(b.pending), l.cfg.Batch.MaxSize)
-	next := make([]*call, k)
-	copy(next, b.pending)
-	b.pending = append(b.pending[:0], b.pending[k:]...)
-	b.mu.Unlock()
-	next[0].lead <- next
+	if send == 1 {
+		for _, c := range batch {
+			if c.dropped {
+				continue
+			}
+			var ok bool
+			ok, c.err = l.call(deadline, nd, func(ctx context.Context) error {
+				c.out = l.sendOne(ctx, nd, c.req)
+				return c.out.Err
+			})
+			l.settle(c, ok)
+		}
+		return
+	}
+	reqs := make([]remote.Request, 0, send)
+	for _, c := range batch {
+		if !c.dropped {
+			reqs = append(reqs, c.req)
+		}
+	}
+	out := make([]remote.Result, len(reqs))
+	ok, err := l.call(deadline, nd, func(ctx context.Context) error {
+		return nd.store.DecideBatch(ctx, reqs, out)
+	})
+	if ok {
+		nd.batched.Add(int64(len(reqs)))
+	}
+	i := 0
+	for _, c := range batch {
+		if c.dropped {
+			continue
+		}
+		// Each request's own error says whether Redis decided it: in a
+		// pipeline, one failed command says nothing of the others.
+		c.out, c.err = out[i], err
+		i++
+		l.settle(c, ok)
+	}
 }
 
-// call makes one round trip to nd through its breaker, bounded by deadline
-// and by parent (whose own end does not count against the node), and counts
-// it. ok is false when the breaker refused: nothing was sent.
-func (l *Limiter) call(parent context.Context, deadline time.Time, nd *node, fn func(context.Context) error) (ok bool, err error) {
+// settle sets c's outcome once its round trip is over. sent is false when
+// the breaker refused the round trip.
+func (l *Limiter) settle(c *call, sent bool) {
+	switch {
+	case !sent:
+		c.why, c.err = ReasonBreakerOpen, nil
+	case c.out.Err != nil:
+		c.why, c.err = reasonOf(c.out.Err), c.out.Err
+	default:
+		c.ok, c.err = true, nil
+	}
+}
+
+// call makes one round trip to nd through its breaker, bounded by
+// deadline, and counts it. It never runs on a caller's context, so that a
+// caller's leaving does not cut the connection. ok is false when the
+// breaker refused: nothing was sent.
+func (l *Limiter) call(deadline time.Time, nd *node, fn func(context.Context) error) (ok bool, err error) {
 	done, allowed := nd.br.Allow()
 	if !allowed {
 		return false, nil
 	}
-	ctx, cancel := context.WithDeadline(parent, deadline)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	start := time.Now()
 	err = fn(ctx)
 	nd.latency.observe(time.Since(start))
 	cancel()
-	done(breaker.Classify(parent, err, isSuccess))
+	done(breaker.Classify(nil, err, isSuccess))
 	nd.calls.Add(1)
 	if err != nil {
 		nd.errs.Add(1)
@@ -172,74 +363,13 @@ func (l *Limiter) call(parent context.Context, deadline time.Time, nd *node, fn 
 }
 
 // sendOne is one request in one round trip.
-func (l *Limiter) sendOne(parent context.Context, deadline time.Time, nd *node, req remote.Request) (r remote.Result, ok bool) {
-	ok, r.Err = l.call(parent, deadline, nd, func(ctx context.Context) (err error) {
-		if req.Lease {
-			var g remote.Lease
-			g, err = nd.store.Lease(ctx, req.Key, req.Cost, req.Limits...)
-			r.Decision, r.Binding, r.Granted, r.At = g.Decision, g.Binding, g.Granted, g.At
-			r.Allowed = g.Granted > 0
-			return err
-		}
-		r.Decision, r.Binding, err = nd.store.Decide(ctx, req.Key, req.Cost, req.Limits...)
-		return err
-	})
-	return r, ok
-}
-
-// decideBatch sends a batch in one round trip and wakes its calls.
-func (l *Limiter) decideBatch(nd *node, batch []*call) {
-	all := batch // every call is woken, sent or not
-	defer func() {
-		for _, c := range all {
-			c.done <- struct{}{}
-		}
-	}()
-	if len(batch) == 1 {
-		c := batch[0]
-		c.out, c.ok = l.sendOne(context.Background(), c.deadline, nd, c.req)
-		return
+func (l *Limiter) sendOne(ctx context.Context, nd *node, req remote.Request) (r remote.Result) {
+	if req.Lease {
+		g, err := nd.store.Lease(ctx, req.Key, req.Cost, req.Limits...)
+		r.Decision, r.Binding, r.Granted, r.At, r.Err = g.Decision, g.Binding, g.Granted, g.At, err
+		r.Allowed = g.Granted > 0
+		return r
 	}
-	// Requests that waited so long that little of their Timeout is left are
-	// answered by the failure mode rather than sent: a round trip bounded
-	// by a nearly spent deadline would fail, and count against a node that
-	// did nothing wrong.
-	minBudget := l.cfg.Timeout / 4
-	now := time.Now()
-	send := batch[:0:0]
-	for _, c := range batch {
-		if c.deadline.Sub(now) >= minBudget {
-			send = append(send, c)
-		}
-	}
-	if len(send) == 0 {
-		return
-	}
-	batch = send
-	reqs := make([]remote.Request, len(batch))
-	deadline := batch[0].deadline
-	for i, c := range batch {
-		reqs[i] = c.req
-		if c.deadline.Before(deadline) {
-			deadline = c.deadline
-		}
-	}
-	out := make([]remote.Result, len(batch))
-	ok, err := l.call(context.Background(), deadline, nd, func(ctx context.Context) error {
-		if _, cluster := nd.client.(*redis.ClusterClient); cluster {
-			return nd.store.DecidePipeline(ctx, reqs, out) // keys of a batch live in many slots
-		}
-		return nd.store.DecideMany(ctx, reqs, out)
-	})
-	if !ok {
-		return // every call's ok stays false: the failure mode answers
-	}
-	nd.batched.Add(int64(len(batch)))
-	for i, c := range batch {
-		c.ok = true
-		c.out = out[i]
-		if err != nil && c.out.Err == nil {
-			c.out.Err = err
-		}
-	}
+	r.Decision, r.Binding, r.Err = nd.store.Decide(ctx, req.Key, req.Cost, req.Limits...)
+	return r
 }

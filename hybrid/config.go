@@ -104,7 +104,16 @@ type BatchConfig struct {
 	Disable bool
 	// MaxSize caps the requests of one round trip. Default 64.
 	MaxSize int
+	// MaxInFlight caps the round trips in flight to one node at once
+	// (never more than its client's pool size). A request that has waited
+	// Timeout/8 for its turn starts another round trip, so the round trips
+	// in flight grow with a node's latency, up to this cap. Default
+	// DefaultMaxInFlight. With Disable, the cap is the pool size.
+	MaxInFlight int
 }
+
+// DefaultMaxInFlight is the default of BatchConfig.MaxInFlight.
+const DefaultMaxInFlight = 8
 
 // DenyCacheConfig configures the denial cache.
 type DenyCacheConfig struct {
@@ -211,6 +220,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Batch.MaxSize == 0 {
 		c.Batch.MaxSize = 64
+	}
+	if c.Batch.MaxInFlight < 0 {
+		return c, fmt.Errorf("hybrid: negative Batch.MaxInFlight %d", c.Batch.MaxInFlight)
+	}
+	if c.Batch.MaxInFlight == 0 {
+		c.Batch.MaxInFlight = DefaultMaxInFlight
 	}
 	if c.DenyCache.MaxKeys < 0 {
 		return c, fmt.Errorf("hybrid: negative DenyCache.MaxKeys %d", c.DenyCache.MaxKeys)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -174,25 +175,40 @@ func (ls *leases) ceiling(limits []Limit) int64 {
 	return max(1, int64(float64(c)*ls.l.cfg.Lease.MaxFraction))
 }
 
+// takeStatus is how take ended.
+type takeStatus uint8
+
+const (
+	// taken: the request was answered (from the new lease, or denied by
+	// Redis, which had nothing to give).
+	taken takeStatus = iota
+	// takeSkipped: no lease was taken; the request is decided as usual.
+	takeSkipped
+	// takeFailed: the round trip failed; the failure mode answers.
+	takeFailed
+)
+
 // take leases a first batch for a hot key and charges the request n from
-// it. ok is false when the node could not be asked or gave fewer than n
-// units (they are given back): the caller then decides as usual.
-func (ls *leases) take(ctx context.Context, nd *node, key string, n int64, limits []Limit, rate float64) (Result, bool) {
+// it, within the request's deadline. When Redis gives fewer than n units
+// (they are given back) the request is decided as usual.
+func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, key string, n int64, limits []Limit, rate float64) (Result, takeStatus, Reason, error) {
 	want := ls.size(rate, n, limits)
 	if want < n || n < 1 {
-		return Result{}, false
+		return Result{}, takeSkipped, 0, nil
 	}
-	lease, ok := ls.call(ctx, nd, key, want, limits)
+	lease, ok, why, err := ls.l.ask(ctx, nd, remote.Request{Key: key, Cost: want, Limits: limits, Lease: true}, deadline)
 	if !ok {
-		return Result{}, false
+		return Result{}, takeFailed, why, err
 	}
 	if lease.Granted < n {
 		if lease.Granted == 0 {
 			// Redis has nothing to give: that is a denial.
-			return result(lease.Decision, limits[lease.Binding], SourceRemote), true
+			return result(lease.Decision, limits[lease.Binding], SourceRemote), taken, 0, nil
 		}
-		ls.giveBack(nd, key, lease.At, lease.Granted, limits)
-		return Result{}, false
+		// Copies: the caller's key and limits must not escape.
+		k, lims, at, units := strings.Clone(key), slices.Clone(limits), lease.At, lease.Granted
+		ls.goDo(true, func() { ls.giveBack(nd, k, at, units, lims) })
+		return Result{}, takeSkipped, 0, nil
 	}
 	e := &leaseEntry{limits: slices.Clone(limits), node: nd}
 	for _, lim := range limits {
@@ -210,7 +226,7 @@ func (ls *leases) take(ctx context.Context, nd *node, key string, n int64, limit
 	} else {
 		ls.count.Add(1)
 	}
-	return Result{Allowed: true, Limit: limits[lease.Binding], Remaining: lease.Granted - n, ResetAfter: lease.ResetAfter, Source: SourceLease}, true
+	return Result{Allowed: true, Limit: limits[lease.Binding], Remaining: lease.Granted - n, ResetAfter: lease.ResetAfter, Source: SourceLease}, taken, 0, nil
 }
 
 // ttl is Lease.TTL, shortened to the end of the window for FixedWindow,
@@ -223,14 +239,6 @@ func (ls *leases) ttl(resetAfter time.Duration, limits []Limit) time.Duration {
 		}
 	}
 	return ttl
-}
-
-// call takes up to want units in one round trip through the node's
-// breaker, bounded by Timeout, in the node's batch when others are in
-// flight: a renewal shares the script call of the decisions of the moment.
-func (ls *leases) call(ctx context.Context, nd *node, key string, want int64, limits []Limit) (lease leaseReply, ok bool) {
-	r, ok := ls.l.send(ctx, nd, remote.Request{Key: key, Cost: want, Limits: limits, Lease: true})
-	return r, ok && r.Err == nil
 }
 
 // renew starts a background renewal of e, unless one is in flight.
@@ -256,7 +264,8 @@ func (ls *leases) renew(key string, e *leaseEntry) {
 		if want < 1 {
 			return
 		}
-		lease, ok := ls.call(ls.ctx, e.node, key, want, e.limits)
+		req := remote.Request{Key: key, Cost: want, Limits: e.limits, Lease: true}
+		lease, ok, _, _ := ls.l.ask(ls.ctx, e.node, req, ls.l.deadline(ls.ctx, time.Now()))
 		if !ok {
 			return
 		}

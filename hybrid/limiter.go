@@ -30,6 +30,8 @@ type Limiter struct {
 	leases   *leases    // nil when disabled
 	closed   atomic.Bool
 	counts   counters
+	workers  sync.WaitGroup // round trips' goroutines (batch.go)
+	noNode   atomic.Int64   // answers for keys the ring had no node for
 
 	// Removed nodes whose clients the Limiter built, closed after a grace
 	// period or at Close (guarded by mu).
@@ -49,6 +51,10 @@ type node struct {
 	batched atomic.Int64 // requests decided in round trips of more than one
 	latency histogram    // round-trip times
 	batch   batcher
+	conc    int // round trips that may be in flight at once
+
+	undecided reasonCounts // answers by the failure mode, by reason
+	failLog   failLog
 
 	retiredClosed atomic.Bool
 }
@@ -128,7 +134,13 @@ func (l *Limiter) warm(nodes map[string]*node) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := nd.store.Load(ctx); err != nil {
+			err := nd.store.Load(ctx)
+			if err == nil {
+				// As many connections as round trips may be in flight:
+				// a slow node must not pay a handshake per new one.
+				err = nd.store.Connect(ctx, nd.conc)
+			}
+			if err != nil {
 				l.cfg.Logger.Warn("hybrid: node not ready", "node", nd.name, "err", err)
 			}
 		}()
@@ -150,7 +162,11 @@ func (l *Limiter) newNode(n Node, owned bool) (*node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidNode, n.Name, err)
 	}
-	return &node{name: n.Name, client: n.Client, owned: owned, store: st, br: br}, nil
+	conc := st.Concurrency() // with batching off, a round trip per connection
+	if !l.cfg.Batch.Disable {
+		conc = min(conc, l.cfg.Batch.MaxInFlight)
+	}
+	return &node{name: n.Name, client: n.Client, owned: owned, store: st, br: br, conc: conc}, nil
 }
 
 func closeOwned(nodes map[string]*node) error {
@@ -169,13 +185,18 @@ func (l *Limiter) Allow(ctx context.Context, key string, limits ...Limit) (Resul
 }
 
 // AllowN decides n units for key against all the limits at once, all or
-// nothing, on the Redis node that owns the key, in one round trip bounded by
-// Config.Timeout. A request like one Redis denied moments ago (same key and
-// limits, no smaller cost) is denied in process until that denial's
-// RetryAfter passes (SourceDenyCache). When the node cannot decide (its
-// breaker is open, or the call fails), the failure mode answers;
-// Result.Source says which. The error
-// is non-nil only for bad input (nothing is consumed) or after Close.
+// nothing, on the Redis node that owns the key. A request like one Redis
+// denied moments ago (same key and limits, no smaller cost) is denied in
+// process until that denial's RetryAfter passes (SourceDenyCache). When the
+// node cannot decide (its breaker is open, the call fails, or no answer
+// comes in time), the failure mode answers; Result.Source says which.
+//
+// One budget bounds the call, whatever path it takes (a lease, then a
+// decision; a wait for a batch; a probe): AllowN returns by Config.Timeout
+// after it was called, or by ctx's deadline if sooner. When ctx ends first,
+// AllowN returns at once, answered by the failure mode (counted as
+// ReasonCancelled, never against the node). The error is non-nil only for
+// bad input (nothing is consumed) or after Close.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Limit) (Result, error) {
 	if l.closed.Load() {
 		return Result{}, ErrClosed
@@ -205,26 +226,35 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 		}
 	}
 	nd := l.locate(key)
-	if nd == nil || nd.br.Open() {
-		// No node, or its breaker is open: nothing would be sent, so do
-		// not queue for the node's batch either.
-		return l.fail(key, n, limits), nil
+	if nd == nil {
+		return l.fail(nil, ReasonNoNode, nil, key, n, limits), nil
 	}
+	if nd.br.Open() {
+		// Nothing would be sent, so do not queue for the node either.
+		return l.fail(nd, ReasonBreakerOpen, nil, key, n, limits), nil
+	}
+	deadline := l.deadline(ctx, time.Now())
 	if lease {
 		if rate := l.leases.demand(key); rate >= l.cfg.Lease.HotRate {
-			if r, ok := l.leases.take(ctx, nd, key, n, limits, rate); ok {
+			r, st, why, err := l.leases.take(ctx, deadline, nd, key, n, limits, rate)
+			switch st {
+			case taken:
 				if !r.Allowed && l.deny != nil {
 					l.deny.put(key, n, limits, r)
 				}
 				return l.count(r), nil
+			case takeFailed:
+				// The budget is the call's, not the lease's: no second
+				// round trip after a failed one.
+				return l.fail(nd, why, err, key, n, limits), nil
 			}
 		}
 	}
-	d, b, ok, err := l.decide(ctx, nd, key, n, limits)
-	if !ok || err != nil {
-		return l.fail(key, n, limits), nil
+	out, ok, why, err := l.ask(ctx, nd, remote.Request{Key: key, Cost: n, Limits: limits}, deadline)
+	if !ok {
+		return l.fail(nd, why, err, key, n, limits), nil
 	}
-	r := result(d, limits[b], SourceRemote)
+	r := result(out.Decision, limits[out.Binding], SourceRemote)
 	if !r.Allowed && l.deny != nil {
 		c := r
 		if held {
@@ -267,6 +297,9 @@ func (l *Limiter) locate(key string) *node {
 	return (*l.nodes.Load())[name]
 }
 
+// nodeByName returns the node called name, or nil.
+func (l *Limiter) nodeByName(name string) *node { return (*l.nodes.Load())[name] }
+
 // validate rejects bad input before anything is charged.
 func validate(key string, n int64, limits []Limit) error {
 	if len(key) == 0 || len(key) > MaxKeyLen {
@@ -299,8 +332,10 @@ func CheckLimits(n int64, limits ...Limit) error {
 	return limit.CheckDistinct(limits)
 }
 
-// fail answers a request its node could not decide, per the failure mode.
-func (l *Limiter) fail(key string, n int64, limits []Limit) Result {
+// fail answers a request its node (nil: none) could not decide, per the
+// failure mode, and counts why.
+func (l *Limiter) fail(nd *node, why Reason, err error, key string, n int64, limits []Limit) Result {
+	l.note(nd, why, err)
 	switch l.cfg.OnFailure {
 	case FailOpen:
 		return l.count(Result{Allowed: true, Limit: limits[0], Source: SourceFailOpen})
@@ -457,6 +492,15 @@ func (l *Limiter) Close() error {
 	if l.leases != nil {
 		l.leases.close() // gives the units back while the clients are open
 	}
+	// No round trip starts from now on; those in flight end within
+	// Timeout, before the clients close.
+	for _, nd := range *l.nodes.Load() {
+		nd.batch.close()
+	}
+	for _, nd := range l.retired {
+		nd.batch.close()
+	}
+	l.workers.Wait()
 	var errs []error
 	for i, nd := range l.retired {
 		l.retireTimers[i].Stop()

@@ -8,6 +8,10 @@ type Stats struct {
 	// input are not counted); Denied counts those of them that were denied.
 	Decisions map[Source]int64
 	Denied    map[Source]int64
+	// Undecided counts the answers of the failure mode (SourceFallback,
+	// SourceFailOpen, SourceFailClosed) by why Redis did not decide them,
+	// over every node; NodeStats has them per node.
+	Undecided map[Reason]int64
 	// Nodes has one entry per node in the ring, in name order.
 	Nodes []NodeStats
 	// DenyCacheKeys is the number of keys the denial cache holds.
@@ -36,11 +40,19 @@ type NodeStats struct {
 	Degraded bool
 	// Latency is the histogram of the node's round-trip times.
 	Latency Latency
+	// Undecided counts the answers for the node's keys given by the
+	// failure mode, by Reason.
+	Undecided map[Reason]int64
+	// InFlight is the number of round trips to the node in flight now.
+	InFlight int
 }
 
-// Stats returns a snapshot of the counters.
+// Stats returns a snapshot of the counters. It changes nothing: a breaker
+// whose OpenTimeout has passed is reported "half-open" but moves there only
+// when a request arrives.
 func (l *Limiter) Stats() Stats {
-	s := Stats{Decisions: make(map[Source]int64, numSources), Denied: make(map[Source]int64, numSources)}
+	s := Stats{Decisions: make(map[Source]int64, numSources), Denied: make(map[Source]int64, numSources), Undecided: make(map[Reason]int64, numReasons)}
+	s.Undecided[ReasonNoNode] = l.noNode.Load()
 	allowed, denied := l.counts.load()
 	for i := range numSources {
 		s.Decisions[i] = allowed[i] + denied[i]
@@ -60,16 +72,25 @@ func (l *Limiter) Stats() Stats {
 			continue
 		}
 		bs := nd.br.Stats()
-		state := nd.br.State()
+		state := nd.br.Peek()
+		undecided := nd.undecided.load()
+		for r, n := range undecided {
+			s.Undecided[r] += n
+		}
+		nd.batch.mu.Lock()
+		inflight := nd.batch.inflight
+		nd.batch.mu.Unlock()
 		s.Nodes = append(s.Nodes, NodeStats{
-			Name:     name,
-			Calls:    nd.calls.Load(),
-			Errors:   nd.errs.Load(),
-			Batched:  nd.batched.Load(),
-			Breaker:  state.String(),
-			Opened:   int64(bs.ToOpen),
-			Degraded: state != breaker.Closed,
-			Latency:  nd.latency.snapshot(),
+			Name:      name,
+			Calls:     nd.calls.Load(),
+			Errors:    nd.errs.Load(),
+			Batched:   nd.batched.Load(),
+			Breaker:   state.String(),
+			Opened:    int64(bs.ToOpen),
+			Degraded:  state != breaker.Closed,
+			Latency:   nd.latency.snapshot(),
+			Undecided: undecided,
+			InFlight:  inflight,
 		})
 	}
 	return s

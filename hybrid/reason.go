@@ -1,0 +1,121 @@
+package hybrid
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Reason says why a request was answered by the failure mode rather than
+// decided by Redis. Stats counts the answers by Reason.
+type Reason uint8
+
+const (
+	// ReasonBreakerOpen: the node's breaker was open (or half-open with its
+	// probes out), so nothing was sent.
+	ReasonBreakerOpen Reason = iota
+	// ReasonTimeout: the request was sent, and the node did not answer
+	// within its budget (Config.Timeout, or the caller's deadline).
+	ReasonTimeout
+	// ReasonTransport: the connection failed (refused, reset, closed).
+	ReasonTransport
+	// ReasonServer: Redis answered with an error (OOM under maxmemory,
+	// READONLY from a replica, a script error).
+	ReasonServer
+	// ReasonQueued: the request waited for a round trip until too little
+	// of its budget was left to send it (the node had as many round trips
+	// in flight as it may).
+	ReasonQueued
+	// ReasonCancelled: the caller's context ended before the answer came.
+	// Such a request is answered by the failure mode, never with an error,
+	// and does not count against the node.
+	ReasonCancelled
+	// ReasonNoNode: the ring had no node for the key.
+	ReasonNoNode
+
+	numReasons
+)
+
+var reasonNames = [...]string{"breaker-open", "timeout", "transport", "server", "queued", "cancelled", "no-node"}
+
+// String returns the reason's name as the metrics label it: "breaker-open",
+// "timeout", "transport", "server", "queued", "cancelled" or "no-node".
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return "Reason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// Reasons returns every Reason, in order.
+func Reasons() []Reason {
+	out := make([]Reason, numReasons)
+	for i := range out {
+		out[i] = Reason(i)
+	}
+	return out
+}
+
+// reasonOf classifies the error of a round trip.
+func reasonOf(err error) Reason {
+	var ne net.Error
+	var re redis.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return ReasonTimeout
+	case errors.As(err, &re):
+		return ReasonServer
+	}
+	return ReasonTransport
+}
+
+// reasonCounts counts answers by Reason.
+type reasonCounts [numReasons]atomic.Int64
+
+func (c *reasonCounts) load() map[Reason]int64 {
+	m := make(map[Reason]int64, numReasons)
+	for i := range c {
+		m[Reason(i)] = c[i].Load()
+	}
+	return m
+}
+
+// failLogEvery is the most often a node's failing answers are logged: one
+// line, with the count since the last one, instead of a line per request.
+const failLogEvery = time.Second
+
+// failLog throttles the log of one node's failing answers.
+type failLog struct {
+	next   atomic.Int64 // unix ns before which nothing is logged
+	missed atomic.Int64 // answers since the last line
+}
+
+// note counts an answer for why and logs it, at most once per
+// failLogEvery; the caller's cancellations are not logged.
+func (l *Limiter) note(nd *node, why Reason, err error) {
+	if nd == nil {
+		l.noNode.Add(1)
+		return
+	}
+	nd.undecided[why].Add(1)
+	if why == ReasonCancelled {
+		return
+	}
+	n := nd.failLog.missed.Add(1)
+	now := time.Now().UnixNano()
+	next := nd.failLog.next.Load()
+	if now < next || !nd.failLog.next.CompareAndSwap(next, now+int64(failLogEvery)) {
+		return
+	}
+	nd.failLog.missed.Add(-n)
+	attrs := []any{"node", nd.name, "reason", why.String(), "answers", n}
+	if err != nil {
+		attrs = append(attrs, "err", err)
+	}
+	l.cfg.Logger.Warn("hybrid: requests answered by the failure mode", attrs...)
+}

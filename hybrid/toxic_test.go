@@ -1,0 +1,358 @@
+package hybrid
+
+// The fault suite on the wire: 3 real redis-server nodes, each behind a
+// toxiproxy proxy run in process, under 64 concurrent callers. Each scenario
+// is bounded in calls and time (a few seconds at most); the whole suite
+// stays under a minute on 2 cores.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/internal/redistest"
+	"github.com/hybridlimit/hybridlimit/internal/toxitest"
+)
+
+// toxicCluster is 3 redis-server nodes, a proxy in front of each, and a
+// Limiter over the proxies.
+type toxicCluster struct {
+	srv   []*redistest.Server
+	px    []*toxitest.Proxy
+	lim   *Limiter
+	keys  [][]string // keys the ring routes to each node, by index
+	names []string   // node names (the proxies' addresses), by index
+}
+
+func newToxicCluster(t *testing.T, cfg Config) *toxicCluster {
+	t.Helper()
+	c := &toxicCluster{srv: redistest.StartN(t, 3)}
+	for _, s := range c.srv {
+		p := toxitest.New(t, s.Addr())
+		c.px = append(c.px, p)
+		c.names = append(c.names, p.Addr())
+	}
+	cfg.Addrs = append(cfg.Addrs, c.names...)
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 100 * time.Millisecond
+	}
+	if cfg.Breaker.OpenTimeout == 0 {
+		cfg.Breaker.OpenTimeout = 300 * time.Millisecond
+	}
+	lim, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lim.Close() })
+	c.lim = lim
+	c.keys = make([][]string, len(c.srv))
+	for i := 0; ; i++ {
+		k := "toxic:" + strconv.Itoa(i)
+		name, _ := lim.ring.Locate(k)
+		j := slices.Index(c.names, name)
+		if len(c.keys[j]) < 64 {
+			c.keys[j] = append(c.keys[j], k)
+		}
+		if len(c.keys[0]) == 64 && len(c.keys[1]) == 64 && len(c.keys[2]) == 64 {
+			break
+		}
+	}
+	return c
+}
+
+// connections is the number of connections node i has accepted so far.
+func (c *toxicCluster) connections(t *testing.T, i int) int64 {
+	t.Helper()
+	return infoInt(t, c.srv[i].Client(t), "stats", "total_connections_received")
+}
+
+// infoInt reads one integer field of INFO section.
+func infoInt(t *testing.T, rdb *redis.Client, section, field string) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), section).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	t.Fatalf("INFO %s has no %s", section, field)
+	return 0
+}
+
+// tally is what the callers saw, per node.
+type tally struct {
+	calls    [3]int64
+	bySource [3][numSources]int64
+	slowest  [3]time.Duration
+	admitted [3]int64
+	errs     int64
+}
+
+func (a *tally) add(b *tally) {
+	for i := range a.calls {
+		a.calls[i] += b.calls[i]
+		a.admitted[i] += b.admitted[i]
+		a.slowest[i] = max(a.slowest[i], b.slowest[i])
+		for s := range numSources {
+			a.bySource[i][s] += b.bySource[i][s]
+		}
+	}
+	a.errs += b.errs
+}
+
+// notRemote is the share of node i's answers not decided by Redis (a
+// lease or a cached denial is decided by Redis).
+func (a *tally) notRemote(i int) float64 {
+	if a.calls[i] == 0 {
+		return 0
+	}
+	n := a.bySource[i][SourceFallback] + a.bySource[i][SourceFailOpen] + a.bySource[i][SourceFailClosed]
+	return float64(n) / float64(a.calls[i])
+}
+
+func (a *tally) String() string {
+	var b strings.Builder
+	for i := range a.calls {
+		fmt.Fprintf(&b, "node %d: %d calls, %.2f%% not from Redis, slowest %v, admitted %d; ", i, a.calls[i], 100*a.notRemote(i), a.slowest[i], a.admitted[i])
+	}
+	fmt.Fprintf(&b, "%d errors", a.errs)
+	return b.String()
+}
+
+// drive runs workers callers over every node's keys for d (at most
+// maxCalls calls in all), with ctx from mkCtx (nil: Background), and
+// returns what they saw.
+func (c *toxicCluster) drive(workers int, d time.Duration, lim Limit, mkCtx func(i int) (context.Context, context.CancelFunc)) *tally {
+	const maxCalls = 400_000
+	var total tally
+	var mu sync.Mutex
+	var n atomic.Int64
+	end := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine tally
+			for i := w; n.Add(1) <= maxCalls && time.Now().Before(end); i += workers {
+				node := i % 3
+				key := c.keys[node][(i/3)%len(c.keys[node])]
+				ctx, cancel := context.Background(), context.CancelFunc(func() {})
+				if mkCtx != nil {
+					ctx, cancel = mkCtx(i)
+				}
+				t0 := time.Now()
+				r, err := c.lim.Allow(ctx, key, lim)
+				el := time.Since(t0)
+				cancel()
+				mine.calls[node]++
+				if err != nil {
+					mine.errs++
+					continue
+				}
+				mine.bySource[node][r.Source]++
+				mine.slowest[node] = max(mine.slowest[node], el)
+				if r.Allowed {
+					mine.admitted[node]++
+				}
+			}
+			mu.Lock()
+			total.add(&mine)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return &total
+}
+
+// nodeStats returns the stats of node i.
+func (c *toxicCluster) nodeStats(i int) NodeStats {
+	st := c.lim.Stats()
+	return st.Nodes[nodeIndex(st, c.names[i])]
+}
+
+// TestSlowNodeIsNotDead: a node whose replies come in half the Timeout
+// (± 20 %), on either stream, keeps its keys: at most 0.1 % of its answers
+// come from the failure mode and its breaker never opens.
+func TestSlowNodeIsNotDead(t *testing.T) {
+	for _, dir := range []toxitest.Direction{toxitest.Downstream, toxitest.Upstream} {
+		t.Run(string(dir), func(t *testing.T) {
+			c := newToxicCluster(t, Config{Lease: LeaseConfig{Disable: true}, DenyCache: DenyCacheConfig{Disable: true}})
+			timeout := c.lim.cfg.Timeout
+			c.drive(64, 200*time.Millisecond, PerSecond(1_000_000), nil) // warm
+			conns := c.connections(t, 0)
+			c.px[0].Latency(t, dir, timeout/2, timeout/10)
+			got := c.drive(64, 2*time.Second, PerSecond(1_000_000), nil)
+			ns := c.nodeStats(0)
+			newConns := c.connections(t, 0) - conns
+			t.Logf("latency %v ± %v %s: %v; breaker opened %d, %d new connections, undecided %v, in flight %d, latency %v", timeout/2, timeout/10, dir, got, ns.Opened, newConns, ns.Undecided, ns.InFlight, ns.Latency.Counts)
+			if got.errs != 0 {
+				t.Errorf("%d errors reached callers", got.errs)
+			}
+			if share := got.notRemote(0); share > 0.001 {
+				t.Errorf("slow node: %.2f%% of %d answers from the failure mode, want <= 0.1%%", 100*share, got.calls[0])
+			}
+			if ns.Opened != 0 {
+				t.Errorf("slow node's breaker opened %d times, want 0", ns.Opened)
+			}
+			for i := range 3 {
+				if got.slowest[i] > timeout*3/2 {
+					t.Errorf("node %d: slowest Allow %v, want <= 1.5 × Timeout", i, got.slowest[i])
+				}
+			}
+		})
+	}
+}
+
+// TestOneBudgetPerCall: no Allow returns later than Timeout (+ ε) after it
+// was called, whatever path it takes: hot keys (a lease, then a decision)
+// and cold keys (a wait for a batch) on a node whose replies take 1× and
+// 2× the Timeout.
+func TestOneBudgetPerCall(t *testing.T) {
+	for _, factor := range []int{1, 2} {
+		for _, batch := range []bool{true, false} {
+			t.Run(fmt.Sprintf("latency=%dxTimeout/batch=%v", factor, batch), func(t *testing.T) {
+				c := newToxicCluster(t, Config{Batch: BatchConfig{Disable: !batch}, Lease: LeaseConfig{HotRate: 50}})
+				timeout := c.lim.cfg.Timeout
+				c.drive(64, 200*time.Millisecond, PerSecond(1_000_000), nil)
+				c.px[0].Latency(t, toxitest.Downstream, time.Duration(factor)*timeout, 0)
+				got := c.drive(64, 1500*time.Millisecond, PerSecond(1_000_000), nil)
+				ns := c.nodeStats(0)
+				t.Logf("%v; breaker opened %d, undecided %v", got, ns.Opened, ns.Undecided)
+				if got.errs != 0 {
+					t.Errorf("%d errors reached callers", got.errs)
+				}
+				// By design Timeout + 5 ms; 1.5 × Timeout so that a loaded
+				// 2-core machine under -race does not flake.
+				for i := range 3 {
+					if got.slowest[i] > timeout*3/2 {
+						t.Errorf("node %d: slowest Allow %v, want <= 1.5 × Timeout (%v)", i, got.slowest[i], timeout)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestCancelledCallerLeavesAtOnce: a caller whose context ends returns at
+// once, answered by the failure mode, and its leaving counts neither
+// against the node nor as a reason to reconnect.
+func TestCancelledCallerLeavesAtOnce(t *testing.T) {
+	c := newToxicCluster(t, Config{Lease: LeaseConfig{Disable: true}, DenyCache: DenyCacheConfig{Disable: true}})
+	timeout := c.lim.cfg.Timeout
+	c.drive(16, 100*time.Millisecond, PerSecond(1_000_000), nil)
+	conns := c.connections(t, 0)
+	c.px[0].Latency(t, toxitest.Downstream, timeout/2, 0)
+	// A storm: every other caller gives up after 5 ms, long before the
+	// slow node answers.
+	const cancelAfter = 5 * time.Millisecond
+	mk := func(i int) (context.Context, context.CancelFunc) {
+		if i%2 == 0 {
+			return context.Background(), func() {}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), cancelAfter)
+		return ctx, cancel
+	}
+	got := c.drive(64, 1500*time.Millisecond, PerSecond(1_000_000), mk)
+	ns := c.nodeStats(0)
+	newConns := c.connections(t, 0) - conns
+	t.Logf("%v; breaker opened %d, undecided %v, %d new connections", got, ns.Opened, ns.Undecided, newConns)
+	if got.errs != 0 {
+		t.Errorf("%d errors reached callers", got.errs)
+	}
+	if ns.Opened != 0 {
+		t.Errorf("cancelled callers opened the slow node's breaker %d times", ns.Opened)
+	}
+	if ns.Undecided[ReasonCancelled] == 0 {
+		t.Errorf("no answer counted as cancelled: %v", ns.Undecided)
+	}
+	if n := ns.Undecided[ReasonTimeout] + ns.Undecided[ReasonBreakerOpen] + ns.Undecided[ReasonTransport]; n != 0 {
+		t.Errorf("%d answers blamed on the node: %v", n, ns.Undecided)
+	}
+	// The round trips in flight grow with the latency, up to conc, and
+	// each has its connection; none is cut by a leaving caller.
+	if max := int64(c.lim.nodeByName(c.names[0]).conc); newConns > max {
+		t.Errorf("%d new connections during the storm, want at most %d", newConns, max)
+	}
+	// A call whose context ended must come back at once: 5 ms plus the
+	// scheduling slack of a loaded machine, far below the node's 50 ms.
+	ctx, cancel := context.WithTimeout(context.Background(), cancelAfter)
+	t0 := time.Now()
+	r, err := c.lim.Allow(ctx, c.keys[0][0], PerSecond(1_000_000))
+	el := time.Since(t0)
+	cancel()
+	if err != nil || r.Source != SourceFallback || el > timeout/4 {
+		t.Errorf("Allow with a context of %v on a node 50 ms away = %v, %v after %v; want the fallback within %v", cancelAfter, r.Source, err, el, timeout/4)
+	}
+}
+
+// TestSickNodeConnectionsBounded: a node whose replies come after 2 ×
+// Timeout is failed over, and the Limiter opens no more than a pool's
+// worth of connections to it per OpenTimeout, with batching on and off.
+func TestSickNodeConnectionsBounded(t *testing.T) {
+	for _, batch := range []bool{true, false} {
+		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) {
+			c := newToxicCluster(t, Config{Batch: BatchConfig{Disable: !batch}, Lease: LeaseConfig{Disable: true}})
+			timeout, open := c.lim.cfg.Timeout, c.lim.cfg.Breaker.OpenTimeout
+			c.drive(64, 100*time.Millisecond, PerSecond(1_000_000), nil)
+			conns := c.connections(t, 0)
+			c.px[0].Latency(t, toxitest.Downstream, 2*timeout, 0)
+			const d = 2 * time.Second
+			got := c.drive(64, d, PerSecond(1_000_000), nil)
+			newConns := c.connections(t, 0) - conns
+			ns := c.nodeStats(0)
+			pool := int64(c.lim.nodeByName(c.names[0]).store.Concurrency())
+			bound := pool * int64((d+open-1)/open)
+			t.Logf("%v; breaker opened %d, undecided %v; %d new connections in %v (bound %d: pool %d per OpenTimeout %v)", got, ns.Opened, ns.Undecided, newConns, d, bound, pool, open)
+			if got.errs != 0 {
+				t.Errorf("%d errors reached callers", got.errs)
+			}
+			if ns.Opened == 0 {
+				t.Errorf("a node at 2 × Timeout was never failed over")
+			}
+			if newConns > bound {
+				t.Errorf("%d new connections to the sick node in %v, want <= %d", newConns, d, bound)
+			}
+			if share := got.notRemote(1) + got.notRemote(2); share > 0.002 {
+				t.Errorf("healthy nodes: %.2f%% of answers not from Redis", 100*share)
+			}
+		})
+	}
+}
+
+// TestStatsChangesNothing: reading Stats does not move an open breaker
+// whose OpenTimeout has passed to half-open (a Prometheus scrape did).
+func TestStatsChangesNothing(t *testing.T) {
+	c := newToxicCluster(t, Config{Lease: LeaseConfig{Disable: true}, Breaker: BreakerConfig{OpenTimeout: 100 * time.Millisecond}})
+	c.px[0].Disable()
+	for i := 0; i < 20 && !c.lim.nodeByName(c.names[0]).br.Open(); i++ {
+		c.lim.Allow(context.Background(), c.keys[0][i], PerSecond(10))
+	}
+	br := c.lim.nodeByName(c.names[0]).br
+	if !br.Open() {
+		t.Fatal("the breaker of a node refusing connections did not open")
+	}
+	time.Sleep(150 * time.Millisecond)
+	before := br.Stats()
+	for range 10 {
+		st := c.lim.Stats()
+		if got := st.Nodes[nodeIndex(st, c.names[0])].Breaker; got != "half-open" {
+			t.Errorf("Stats reports the breaker %q after OpenTimeout, want half-open", got)
+		}
+	}
+	if after := br.Stats(); after != before {
+		t.Errorf("Stats changed the breaker: %+v, then %+v", before, after)
+	}
+}
