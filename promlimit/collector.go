@@ -43,7 +43,7 @@ type Collector struct {
 	http HTTPSource
 
 	decisions, calls, errs, batched, latency, breaker, opened, degraded,
-	leaseKeys, leaseUnits, denyKeys *prometheus.Desc
+	leaseKeys, leaseUnits, denyKeys, undecided, noNode *prometheus.Desc
 	requests, reloads, reloadErrors *prometheus.Desc
 }
 
@@ -77,6 +77,8 @@ func New(lim *hybrid.Limiter, cfg Config) (*Collector, error) {
 		leaseKeys:  desc("lease_keys", "Keys served from leases."),
 		leaseUnits: desc("lease_units", "Units held in leases: the most the limits may be exceeded by at this moment."),
 		denyKeys:   desc("deny_cache_keys", "Keys the denial cache holds."),
+		undecided:  desc("node_undecided_total", "Answers for a node's keys given by the failure mode, by why Redis did not decide them.", "node", "reason"),
+		noNode:     desc("undecided_no_node_total", "Answers given by the failure mode because the ring had no node."),
 	}
 	if c.http != nil {
 		c.requests = desc("http_requests_total", "HTTP requests decided by a rule, by outcome.", "rule", "outcome")
@@ -88,7 +90,7 @@ func New(lim *hybrid.Limiter, cfg Config) (*Collector, error) {
 
 // Describe sends the descriptors of every metric the Collector emits.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.decisions, c.calls, c.errs, c.batched, c.latency, c.breaker, c.opened, c.degraded, c.leaseKeys, c.leaseUnits, c.denyKeys} {
+	for _, d := range []*prometheus.Desc{c.decisions, c.calls, c.errs, c.batched, c.latency, c.breaker, c.opened, c.degraded, c.leaseKeys, c.leaseUnits, c.denyKeys, c.undecided, c.noNode} {
 		ch <- d
 	}
 	if c.http != nil {
@@ -103,6 +105,17 @@ var breakerStates = [...]string{"closed", "open", "half-open"}
 
 // sources are every Source, so that each series exists from the start.
 var sources = hybrid.Sources()
+
+// nodeReasons are the reasons counted per node (every one but no-node).
+var nodeReasons = func() []hybrid.Reason {
+	var out []hybrid.Reason
+	for _, r := range hybrid.Reasons() {
+		if r != hybrid.ReasonNoNode {
+			out = append(out, r)
+		}
+	}
+	return out
+}()
 
 // Collect reads the Limiter's (and the Middleware's) counters and sends
 // them as constant metrics.
@@ -119,6 +132,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		emit(ch, c.batched, prometheus.CounterValue, float64(n.Batched), n.Name)
 		emit(ch, c.opened, prometheus.CounterValue, float64(n.Opened), n.Name)
 		emit(ch, c.degraded, prometheus.GaugeValue, bool01(n.Degraded), n.Name)
+		for _, r := range nodeReasons {
+			emit(ch, c.undecided, prometheus.CounterValue, float64(n.Undecided[r]), n.Name, r.String())
+		}
 		for _, s := range breakerStates {
 			emit(ch, c.breaker, prometheus.GaugeValue, bool01(n.Breaker == s), n.Name, s)
 		}
@@ -129,6 +145,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- m
 	}
+	emit(ch, c.noNode, prometheus.CounterValue, float64(st.Undecided[hybrid.ReasonNoNode]))
 	emit(ch, c.leaseKeys, prometheus.GaugeValue, float64(st.Leases))
 	emit(ch, c.leaseUnits, prometheus.GaugeValue, float64(st.LeaseUnits))
 	emit(ch, c.denyKeys, prometheus.GaugeValue, float64(st.DenyCacheKeys))

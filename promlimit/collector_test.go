@@ -188,6 +188,24 @@ rl_node_degraded{app="test",node="127.0.0.1:1"} 1
 	if st := lim.Stats(); st.Decisions[hybrid.SourceFallback] != 3 {
 		t.Fatalf("Stats().Decisions = %v, want 3 from the fallback", st.Decisions)
 	}
+	// The first call was refused by the node, the two after it by the open
+	// breaker.
+	want = `
+# HELP rl_node_undecided_total Answers for a node's keys given by the failure mode, by why Redis did not decide them.
+# TYPE rl_node_undecided_total counter
+rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="breaker-open"} 2
+rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="cancelled"} 0
+rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="queued"} 0
+rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="server"} 0
+rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="timeout"} 0
+rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="transport"} 1
+# HELP rl_undecided_no_node_total Answers given by the failure mode because the ring had no node.
+# TYPE rl_undecided_no_node_total counter
+rl_undecided_no_node_total{app="test"} 0
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "rl_node_undecided_total", "rl_undecided_no_node_total"); err != nil {
+		t.Error(err)
+	}
 	var b strings.Builder
 	b.WriteString("# HELP rl_decisions_total Requests answered by the limiter, by what decided (source) and outcome.\n# TYPE rl_decisions_total counter\n")
 	for _, outcome := range []string{"allowed", "denied"} {
