@@ -55,6 +55,7 @@ type node struct {
 
 	undecided reasonCounts // answers by the failure mode, by reason
 	failLog   failLog
+	eviction  remote.Eviction // read by warm before the node is published
 
 	retiredClosed atomic.Bool
 }
@@ -136,6 +137,9 @@ func (l *Limiter) warm(nodes map[string]*node) {
 			defer wg.Done()
 			err := nd.store.Load(ctx)
 			if err == nil {
+				l.checkEviction(ctx, nd)
+			}
+			if err == nil {
 				// As many connections as round trips may be in flight:
 				// a slow node must not pay a handshake per new one.
 				err = nd.store.Connect(ctx, nd.conc)
@@ -146,6 +150,21 @@ func (l *Limiter) warm(nodes map[string]*node) {
 		}()
 	}
 	wg.Wait()
+}
+
+// checkEviction reads whether nd may evict limiter keys, and warns if so.
+// A node where CONFIG is not allowed is left unknown, with a debug line.
+func (l *Limiter) checkEviction(ctx context.Context, nd *node) {
+	ev, err := nd.store.Eviction(ctx)
+	if err != nil {
+		l.cfg.Logger.Debug("hybrid: eviction policy unknown", "node", nd.name, "err", err)
+		return
+	}
+	nd.eviction = ev
+	if ev.MayEvict() {
+		l.cfg.Logger.Warn("hybrid: node may evict limiter keys; an evicted key hands its client a fresh budget (run maxmemory-policy noeviction)",
+			"node", nd.name, "maxmemory-policy", ev.Policy, "maxmemory", ev.MaxMemory)
+	}
 }
 
 func (l *Limiter) newNode(n Node, owned bool) (*node, error) {

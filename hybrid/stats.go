@@ -45,6 +45,12 @@ type NodeStats struct {
 	Undecided map[Reason]int64
 	// InFlight is the number of round trips to the node in flight now.
 	InFlight int
+	// EvictionPolicy is the node's maxmemory-policy as read when it joined
+	// ("" where CONFIG GET is not allowed or the node was down); MayEvict
+	// is true when a maxmemory is set and the policy is not noeviction:
+	// the node may then drop limiter keys, whose clients start afresh.
+	EvictionPolicy string
+	MayEvict       bool
 }
 
 // Stats returns a snapshot of the counters. It changes nothing: a breaker
@@ -81,16 +87,18 @@ func (l *Limiter) Stats() Stats {
 		inflight := nd.batch.inflight
 		nd.batch.mu.Unlock()
 		s.Nodes = append(s.Nodes, NodeStats{
-			Name:      name,
-			Calls:     nd.calls.Load(),
-			Errors:    nd.errs.Load(),
-			Batched:   nd.batched.Load(),
-			Breaker:   state.String(),
-			Opened:    int64(bs.ToOpen),
-			Degraded:  state != breaker.Closed,
-			Latency:   nd.latency.snapshot(),
-			Undecided: undecided,
-			InFlight:  inflight,
+			Name:           name,
+			Calls:          nd.calls.Load(),
+			Errors:         nd.errs.Load(),
+			Batched:        nd.batched.Load(),
+			Breaker:        state.String(),
+			Opened:         int64(bs.ToOpen),
+			Degraded:       state != breaker.Closed,
+			Latency:        nd.latency.snapshot(),
+			Undecided:      undecided,
+			InFlight:       inflight,
+			EvictionPolicy: nd.eviction.Policy,
+			MayEvict:       nd.eviction.MayEvict(),
 		})
 	}
 	return s

@@ -43,7 +43,7 @@ type Collector struct {
 	http HTTPSource
 
 	decisions, calls, errs, batched, latency, breaker, opened, degraded,
-	leaseKeys, leaseUnits, denyKeys, undecided, noNode *prometheus.Desc
+	leaseKeys, leaseUnits, denyKeys, undecided, noNode, mayEvict *prometheus.Desc
 	requests, reloads, reloadErrors *prometheus.Desc
 }
 
@@ -79,6 +79,7 @@ func New(lim *hybrid.Limiter, cfg Config) (*Collector, error) {
 		denyKeys:   desc("deny_cache_keys", "Keys the denial cache holds."),
 		undecided:  desc("node_undecided_total", "Answers for a node's keys given by the failure mode, by why Redis did not decide them.", "node", "reason"),
 		noNode:     desc("undecided_no_node_total", "Answers given by the failure mode because the ring had no node."),
+		mayEvict:   desc("node_may_evict", "1 when a node's maxmemory-policy can evict limiter keys (a maxmemory is set and the policy is not noeviction); policy is \"\" where CONFIG GET is not allowed.", "node", "policy"),
 	}
 	if c.http != nil {
 		c.requests = desc("http_requests_total", "HTTP requests decided by a rule, by outcome.", "rule", "outcome")
@@ -90,7 +91,7 @@ func New(lim *hybrid.Limiter, cfg Config) (*Collector, error) {
 
 // Describe sends the descriptors of every metric the Collector emits.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.decisions, c.calls, c.errs, c.batched, c.latency, c.breaker, c.opened, c.degraded, c.leaseKeys, c.leaseUnits, c.denyKeys, c.undecided, c.noNode} {
+	for _, d := range []*prometheus.Desc{c.decisions, c.calls, c.errs, c.batched, c.latency, c.breaker, c.opened, c.degraded, c.leaseKeys, c.leaseUnits, c.denyKeys, c.undecided, c.noNode, c.mayEvict} {
 		ch <- d
 	}
 	if c.http != nil {
@@ -132,6 +133,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		emit(ch, c.batched, prometheus.CounterValue, float64(n.Batched), n.Name)
 		emit(ch, c.opened, prometheus.CounterValue, float64(n.Opened), n.Name)
 		emit(ch, c.degraded, prometheus.GaugeValue, bool01(n.Degraded), n.Name)
+		emit(ch, c.mayEvict, prometheus.GaugeValue, bool01(n.MayEvict), n.Name, n.EvictionPolicy)
 		for _, r := range nodeReasons {
 			emit(ch, c.undecided, prometheus.CounterValue, float64(n.Undecided[r]), n.Name, r.String())
 		}

@@ -63,6 +63,7 @@ func ExampleNew() {
 	// hybridlimit_node_degraded gauge
 	// hybridlimit_node_errors_total counter
 	// hybridlimit_node_latency_seconds histogram
+	// hybridlimit_node_may_evict gauge
 	// hybridlimit_node_undecided_total counter
 	// hybridlimit_undecided_no_node_total counter
 }

@@ -90,6 +90,42 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []Request, out []Result) e
 // Load loads the scripts into the node's script cache.
 func (s *Store) Load(ctx context.Context) error { return s.scripts.load(ctx, s.rdb) }
 
+// Eviction is what a node's memory settings say about the limiter's keys.
+type Eviction struct {
+	// Policy is the node's maxmemory-policy ("noeviction", "allkeys-lru",
+	// ...); MaxMemory its maxmemory in bytes, 0 for no limit.
+	Policy    string
+	MaxMemory int64
+}
+
+// MayEvict reports whether the node can drop limiter keys under memory
+// pressure: a maxmemory is set and the policy is not noeviction. Every key
+// the limiter writes has a TTL, so the volatile-* policies evict them as
+// readily as the allkeys-* ones. An evicted key starts afresh: its client
+// is handed a full budget.
+func (e Eviction) MayEvict() bool { return e.MaxMemory > 0 && e.Policy != "noeviction" }
+
+// Eviction reads the node's maxmemory and maxmemory-policy (CONFIG GET).
+// It fails where CONFIG is not allowed (an ACL user without it, a managed
+// Redis that renames it); on a Redis Cluster it asks one node.
+func (s *Store) Eviction(ctx context.Context) (Eviction, error) {
+	cmd := redis.NewMapStringStringCmd(ctx, "config", "get", "maxmemory*")
+	if err := s.rdb.Process(ctx, cmd); err != nil {
+		return Eviction{}, err
+	}
+	m := cmd.Val()
+	p, ok := m["maxmemory-policy"]
+	if !ok {
+		return Eviction{}, fmt.Errorf("%w: CONFIG GET maxmemory* has no maxmemory-policy", ErrReply)
+	}
+	var e Eviction
+	e.Policy = p
+	if _, err := fmt.Sscan(m["maxmemory"], &e.MaxMemory); err != nil {
+		return Eviction{}, fmt.Errorf("%w: maxmemory %q", ErrReply, m["maxmemory"])
+	}
+	return e, nil
+}
+
 // Connect opens up to n connections to the node at once (n concurrent
 // PINGs), so that the first requests of a busy moment do not pay for a
 // connection's handshake (a HELLO round trip, which go-redis makes on a

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hybridlimit/hybridlimit/internal/conformance"
+	"github.com/hybridlimit/hybridlimit/internal/redistest"
 	"github.com/hybridlimit/hybridlimit/limit"
 )
 
@@ -438,5 +439,31 @@ func TestLeasesInMultiKeyCalls(t *testing.T) {
 				t.Errorf("Lease(%s) after = %+v, %v; want the 99 units left", b, g, err)
 			}
 		})
+	}
+}
+
+// TestEviction reads a node's eviction settings: the default never evicts,
+// allkeys-lru and volatile-lru with a maxmemory may (every key we write
+// has a TTL), and a policy without a maxmemory does not.
+func TestEviction(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want Eviction
+		may  bool
+	}{
+		{nil, Eviction{Policy: "noeviction"}, false},
+		{[]string{"--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru"}, Eviction{Policy: "allkeys-lru", MaxMemory: 100 << 20}, true},
+		{[]string{"--maxmemory", "100mb", "--maxmemory-policy", "volatile-ttl"}, Eviction{Policy: "volatile-ttl", MaxMemory: 100 << 20}, true},
+		{[]string{"--maxmemory-policy", "allkeys-lru"}, Eviction{Policy: "allkeys-lru"}, false},
+	} {
+		srv := redistest.Start(t, redistest.WithArgs(tc.args...))
+		s, err := New(srv.Client(t), Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Eviction(context.Background())
+		if err != nil || got != tc.want || got.MayEvict() != tc.may {
+			t.Errorf("%v: Eviction() = %+v (MayEvict %v), %v; want %+v (%v)", tc.args, got, got.MayEvict(), err, tc.want, tc.may)
+		}
 	}
 }
