@@ -27,8 +27,9 @@ func (c *counters) add(src Source, allowed bool) {
 		o = 1
 	}
 	c.stripes[stripe()].n[src][o].Add(1)
-	if (src == SourceLease || src == SourceDenyCache) && rand.Uint32()>>24 == 0 {
-		// One answer in 256 from memory yields the processor. A caller
+	if src != SourceRemote && rand.Uint32()>>24 == 0 {
+		// One answer in 256 from memory (a lease, the denial cache, the
+		// failure mode) yields the processor. A caller
 		// that loops on Allow without ever blocking (a spinning client,
 		// a CPU-bound handler) otherwise runs for a whole 10 ms time
 		// slice at a time, and a goroutine whose Redis reply has arrived

@@ -92,11 +92,70 @@ type leaseEntry struct {
 	windowed bool         // a FixedWindow limit: the lease ends with the window
 	given    atomic.Int64 // units left just after the last batch arrived
 	took     atomic.Int64 // ns since base when it arrived
+
+	// Written only by requests for the key with other limits (see idle).
+	probeUnits atomic.Int64
+	probeAt    atomic.Int64 // ns since base, +1 (0: never probed)
 }
 
 func newLeases(l *Limiter) *leases {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &leases{l: l, seed: maphash.MakeSeed(), base: time.Now(), ctx: ctx, cancel: cancel}
+	ls := &leases{l: l, seed: maphash.MakeSeed(), base: time.Now(), ctx: ctx, cancel: cancel}
+	ls.goDo(false, ls.sweep)
+	return ls
+}
+
+// sweepEvery is how often, in TTLs, the lease table is swept for leases
+// past their TTL that no request came to end.
+const sweepEvery = 2
+
+// sweep ends, every TTL/sweepEvery, the leases past their TTL: a key
+// nobody asks for any more gives its units back.
+func (ls *leases) sweep() {
+	t := time.NewTicker(ls.l.cfg.Lease.TTL / sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ls.ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := ls.now()
+		ls.entries.Range(func(k, v any) bool {
+			if e := v.(*leaseEntry); now >= e.expires.Load() {
+				ls.expire(k.(string), e)
+			}
+			return true
+		})
+	}
+}
+
+// rehome ends the leases whose key the ring now routes to another node
+// (after AddNode or RemoveNode): their units came from a node that no
+// longer decides the key.
+func (ls *leases) rehome() {
+	ls.entries.Range(func(k, v any) bool {
+		if e := v.(*leaseEntry); ls.l.locate(k.(string)) != e.node {
+			ls.expire(k.(string), e)
+		}
+		return true
+	})
+}
+
+// idle reports whether e has not been spent for 1/HotRate, as seen by the
+// requests for its key with other limits: such a (key, limits) is no
+// longer hot, and its lease may make way for the new one. A lease still
+// spent keeps its place (two sets of limits asked in turn would otherwise
+// take and give back a lease at every request).
+func (ls *leases) idle(e *leaseEntry, now int64) bool {
+	u := e.units.Load()
+	at := e.probeAt.Load()
+	if at == 0 || e.probeUnits.Load() != u {
+		e.probeUnits.Store(u)
+		e.probeAt.Store(now + 1)
+		return false
+	}
+	return float64(now+1-at) >= float64(time.Second)/ls.l.cfg.Lease.HotRate
 }
 
 func (ls *leases) now() int64 { return int64(time.Since(ls.base)) }
@@ -138,10 +197,17 @@ func (ls *leases) spend(key string, n int64, limits []Limit) (r Result, served, 
 		return Result{}, false, false
 	}
 	e := v.(*leaseEntry)
+	now := ls.now()
 	if !slices.Equal(e.limits, limits) {
+		// The key is leased under other limits (a rule changed, or the
+		// key is asked under two sets). A lease past its TTL or no longer
+		// spent is given back, and this request may lease its own.
+		if now >= e.expires.Load() || ls.idle(e, now) {
+			ls.expire(key, e)
+			return Result{}, false, false
+		}
 		return Result{}, false, true
 	}
-	now := ls.now()
 	if now >= e.expires.Load() {
 		ls.expire(key, e)
 		return Result{}, false, false
@@ -248,6 +314,12 @@ func (ls *leases) renew(key string, e *leaseEntry) {
 	}
 	ls.goDo(false, func() {
 		defer e.renewing.Store(false)
+		if ls.l.locate(key) != e.node {
+			// The key moved to another node: its units count there no
+			// more, and a renewal would go to the wrong node.
+			ls.expire(key, e)
+			return
+		}
 		// The demand since the last batch: what it has spent, per second.
 		now := ls.now()
 		left := e.units.Load()
@@ -303,8 +375,14 @@ func (ls *leases) expire(key string, e *leaseEntry) {
 	}
 }
 
-// giveBack returns units to Redis, bounded by Timeout.
+// giveBack returns units to the node they were taken from, bounded by
+// Timeout, if it is still in the ring: a removed node's client is closed
+// (or about to be), and its keys are decided elsewhere now.
 func (ls *leases) giveBack(nd *node, key string, at, units int64, limits []Limit) {
+	if ls.l.nodeByName(nd.name) != nd {
+		ls.l.cfg.Logger.Debug("hybrid: lease units dropped, their node left the ring", "node", nd.name, "units", units)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), ls.l.cfg.Timeout)
 	defer cancel()
 	if err := nd.store.GiveBack(ctx, key, at, units, limits...); err != nil {

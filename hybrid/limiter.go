@@ -460,6 +460,9 @@ func (l *Limiter) AddNode(n Node) error {
 		l.nodes.Store(&old)
 		return fmt.Errorf("%w: %w", ErrInvalidNode, err)
 	}
+	if l.leases != nil {
+		l.leases.rehome()
+	}
 	return nil
 }
 
@@ -483,6 +486,9 @@ func (l *Limiter) RemoveNode(name string) error {
 	next := maps.Clone(old)
 	delete(next, name)
 	l.nodes.Store(&next)
+	if l.leases != nil {
+		l.leases.rehome()
+	}
 	if nd.owned {
 		// Calls already routed to the node finish within Timeout; close its
 		// client after that (or at Close, whichever comes first).
