@@ -194,6 +194,34 @@ type Breaker struct {
 	// state mirrors gobreaker's state as of its last transition (written
 	// in onStateChange), for Peek.
 	state atomic.Int32
+
+	// The outcomes of the current window, for FailureRatio.
+	winStart           atomic.Int64 // ns since base
+	winCalls, winFails atomic.Int64
+}
+
+// record counts an outcome in the current window, starting a new window
+// when Window has passed.
+func (b *Breaker) record(failed bool) {
+	now := int64(time.Since(b.base))
+	if s := b.winStart.Load(); now-s >= int64(b.cfg.Window) && b.winStart.CompareAndSwap(s, now) {
+		b.winCalls.Store(0)
+		b.winFails.Store(0)
+	}
+	b.winCalls.Add(1)
+	if failed {
+		b.winFails.Add(1)
+	}
+}
+
+// readyToTrip is gobreaker's ReadyToTrip, called under its lock on each
+// failure in the closed state: it only reads.
+func (b *Breaker) readyToTrip(c gobreaker.Counts) bool {
+	if c.ConsecutiveFailures >= b.cfg.ConsecutiveFailures {
+		return true
+	}
+	calls, fails := b.winCalls.Load(), b.winFails.Load()
+	return calls >= int64(b.cfg.MinCalls) && float64(fails) >= b.cfg.FailureRatio*float64(calls)
 }
 
 // New returns a closed Breaker for the node called name. cfg is copied and
@@ -209,7 +237,6 @@ func New(name string, cfg Config) (*Breaker, error) {
 		return nil, err
 	}
 	b := &Breaker{name: name, cfg: cfg, logger: cfg.Logger, base: time.Now()}
-	trip := cfg.ConsecutiveFailures
 	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:        name,
 		MaxRequests: cfg.HalfOpenProbes,
@@ -220,7 +247,7 @@ func New(name string, cfg Config) (*Breaker, error) {
 		Timeout:  cfg.OpenTimeout,
 		// gobreaker's default trips at ConsecutiveFailures > 5, i.e. on the
 		// sixth; ours trips on exactly the configured count.
-		ReadyToTrip:   func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= trip },
+		ReadyToTrip:   b.readyToTrip,
 		IsSuccessful:  func(err error) bool { return err == nil },
 		IsExcluded:    func(err error) bool { return err == errIgnored },
 		OnStateChange: b.onStateChange,
@@ -299,11 +326,13 @@ func (b *Breaker) Allow() (done func(Outcome), ok bool) {
 		switch o {
 		case Success:
 			b.stats.successes.Add(1)
+			b.record(false)
 		case Ignore:
 			b.stats.ignored.Add(1)
 			e = errIgnored
 		default:
 			b.stats.failures.Add(1)
+			b.record(true)
 			e = errFailure
 		}
 		report(e)
@@ -324,6 +353,13 @@ func (b *Breaker) Open() bool {
 func (b *Breaker) onStateChange(_ string, from, to gobreaker.State) {
 	t := &transition{from: fromGobreaker(from), to: fromGobreaker(to)}
 	b.state.Store(int32(t.to))
+	if t.to == Closed {
+		// A node that recovered starts a fresh window: its failures from
+		// before must not trip it again at the first stray one.
+		b.winStart.Store(int64(time.Since(b.base)))
+		b.winCalls.Store(0)
+		b.winFails.Store(0)
+	}
 	if t.to == Open {
 		// gobreaker's own expiry was set just before this call, so this
 		// one ends a little later: never earlier than gobreaker lets

@@ -151,7 +151,8 @@ func TestNew(t *testing.T) {
 func TestOpensAfterExactlyConsecutiveFailures(t *testing.T) {
 	for _, n := range []uint32{0, 1, 2, 5, 7} {
 		t.Run(fmt.Sprintf("ConsecutiveFailures=%d", n), func(t *testing.T) {
-			b, _ := newBreaker(t, breaker.Config{ConsecutiveFailures: n})
+			// MinCalls out of reach: this is about runs, not the ratio.
+			b, _ := newBreaker(t, breaker.Config{ConsecutiveFailures: n, MinCalls: 1000})
 			n := b.Config().ConsecutiveFailures
 			// n-1 failures, a success, n-1 failures: never n in a row.
 			for range 2 {
@@ -659,5 +660,37 @@ func TestPeekChangesNothing(t *testing.T) {
 		if got := b.Peek(); got != breaker.Closed {
 			t.Errorf("Peek() after a good probe = %v, want closed", got)
 		}
+	})
+}
+
+// TestOpensOnFailureRatio: a node that fails often, but never
+// ConsecutiveFailures times in a row, opens the breaker once FailureRatio
+// of MinCalls outcomes in the window failed; a new window forgets them.
+func TestOpensOnFailureRatio(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, _ := newBreaker(t, breaker.Config{ConsecutiveFailures: 5, FailureRatio: 0.5, MinCalls: 10, Window: time.Second})
+		// Failure, success in turn: 9 outcomes, 5 failures: too few calls.
+		for i := range 9 {
+			mustCall(t, b, []breaker.Outcome{breaker.Failure, breaker.Success}[i%2])
+		}
+		wantState(t, b, breaker.Closed)
+		mustCall(t, b, breaker.Success) // 10 calls, 5 failures: only a failure trips
+		wantState(t, b, breaker.Closed)
+		mustCall(t, b, breaker.Failure) // 11 calls, 6 failures
+		wantState(t, b, breaker.Open)
+
+		// A healthy node with rare failures never trips, window after window.
+		b2, _ := newBreaker(t, breaker.Config{MinCalls: 10, Window: time.Second})
+		for i := range 200 {
+			o := breaker.Success
+			if i%4 == 0 {
+				o = breaker.Failure
+			}
+			mustCall(t, b2, o)
+			if i%50 == 49 {
+				time.Sleep(time.Second) // a new window
+			}
+		}
+		wantState(t, b2, breaker.Closed)
 	})
 }

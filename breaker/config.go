@@ -14,6 +14,12 @@ const (
 	DefaultOpenTimeout = time.Second
 	// DefaultHalfOpenProbes is the default of Config.HalfOpenProbes.
 	DefaultHalfOpenProbes = 1
+	// DefaultFailureRatio is the default of Config.FailureRatio.
+	DefaultFailureRatio = 0.5
+	// DefaultMinCalls is the default of Config.MinCalls.
+	DefaultMinCalls = 20
+	// DefaultWindow is the default of Config.Window.
+	DefaultWindow = 10 * time.Second
 )
 
 // Config configures a Breaker. The zero value is ready to use: every zero
@@ -25,6 +31,22 @@ type Config struct {
 	// Ignore neither extends nor resets it. Any value from 1 up is accepted.
 	// Default 5 (DefaultConsecutiveFailures).
 	ConsecutiveFailures uint32
+
+	// FailureRatio also opens the breaker: once at least MinCalls outcomes
+	// were reported in the current Window, a Failure that brings the share
+	// of failures among them to FailureRatio or more opens it. This catches
+	// a node that fails often but never ConsecutiveFailures times in a row
+	// (a connection cut after a few replies), which would otherwise keep
+	// being asked, and reconnected to, at every call. In (0, 1]. Default
+	// 0.5 (DefaultFailureRatio).
+	FailureRatio float64
+	// MinCalls is the number of outcomes in the Window before FailureRatio
+	// applies. Default 20 (DefaultMinCalls).
+	MinCalls uint32
+	// Window is the period over which FailureRatio is measured; its counts
+	// start afresh at its end and when the breaker closes. Default 10s
+	// (DefaultWindow).
+	Window time.Duration
 
 	// OpenTimeout is how long the breaker stays open, rejecting every call,
 	// before it lets probes through (half-open). The breaker is half-open
@@ -63,6 +85,21 @@ func (c Config) withDefaults(name string) (Config, error) {
 	}
 	if c.ConsecutiveFailures == 0 {
 		c.ConsecutiveFailures = DefaultConsecutiveFailures
+	}
+	if c.FailureRatio < 0 || c.FailureRatio > 1 || c.FailureRatio != c.FailureRatio {
+		return c, fmt.Errorf("%w: %q: FailureRatio %v outside (0, 1]", ErrInvalidConfig, name, c.FailureRatio)
+	}
+	if c.Window < 0 {
+		return c, fmt.Errorf("%w: %q: Window %v is negative", ErrInvalidConfig, name, c.Window)
+	}
+	if c.FailureRatio == 0 {
+		c.FailureRatio = DefaultFailureRatio
+	}
+	if c.MinCalls == 0 {
+		c.MinCalls = DefaultMinCalls
+	}
+	if c.Window == 0 {
+		c.Window = DefaultWindow
 	}
 	if c.OpenTimeout == 0 {
 		c.OpenTimeout = DefaultOpenTimeout

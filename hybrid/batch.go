@@ -40,8 +40,28 @@ const spurDivisor = 8
 // dropDivisor: a request taken into a round trip with less than
 // budget/dropDivisor of its budget left is not sent (ReasonQueued): its
 // answer would come too late, and its timing out would count against a
-// node that did nothing wrong.
+// node that did nothing wrong. Nor is one with less time left than the
+// node's recent round trips take (rttWeight), up to half its budget: on a
+// node with more callers than round trips in flight, its caller would
+// leave before the answer, and Redis would have charged it for nothing.
 const dropDivisor = 4
+
+// rttWeight: each round trip moves the node's average round-trip time by
+// 1/rttWeight of its difference from it.
+const rttWeight = 8
+
+// observeRTT folds one round trip's time into the node's average.
+func (nd *node) observeRTT(d time.Duration) {
+	old := nd.rtt.Load()
+	nd.rtt.Store(old + (int64(d)-old)/rttWeight) // a lost update only slows the average
+}
+
+// tooLate reports whether c, with the time it has left at now, should not
+// be sent.
+func (nd *node) tooLate(c *call, now time.Time) bool {
+	left := c.deadline.Sub(now)
+	return left < c.budget/dropDivisor || left < min(time.Duration(nd.rtt.Load()), c.budget/2)
+}
 
 // call is one request waiting for a round trip. Calls are reused
 // (callPool) unless their caller left before the answer came.
@@ -49,7 +69,6 @@ type call struct {
 	req      remote.Request
 	deadline time.Time     // the caller's: it leaves then
 	budget   time.Duration // from arrival to deadline
-	sendBy   time.Time     // Timeout after arrival: bounds its round trip
 	dropped  bool          // not sent: too little of its budget was left
 	ctxBound bool          // deadline is the caller context's: its passing is ReasonCancelled
 	out      remote.Result
@@ -102,7 +121,7 @@ func (l *Limiter) ask(ctx context.Context, nd *node, req remote.Request, deadlin
 	c := callPool.Get().(*call)
 	c.limits = append(c.limits[:0], req.Limits...)
 	c.req = remote.Request{Key: strings.Clone(req.Key), Cost: req.Cost, Limits: c.limits, Lease: req.Lease}
-	c.deadline, c.budget, c.sendBy, c.ctxBound = deadline, deadline.Sub(now), now.Add(l.cfg.Timeout), ctxBound
+	c.deadline, c.budget, c.ctxBound = deadline, deadline.Sub(now), ctxBound
 	c.out, c.ok, c.why, c.err, c.dropped = remote.Result{}, false, 0, nil, false
 	if ctx.Done() == nil && b.inflight == 0 {
 		// An idle node and a caller that cannot leave: ask in the caller's
@@ -110,7 +129,7 @@ func (l *Limiter) ask(ctx context.Context, nd *node, req remote.Request, deadlin
 		b.inflight++
 		b.mu.Unlock()
 		one := [1]*call{c}
-		l.roundTrip(nd, one[:])
+		l.roundTrip(nd, one[:], deadline) // the caller waits in it: its budget bounds it
 		l.release(nd)
 		r, ok, why, err = c.out, c.ok, c.why, c.err
 		c.req, c.out, c.err = remote.Request{}, remote.Result{}, nil
@@ -251,7 +270,7 @@ func (l *Limiter) worker(nd *node) {
 		clear(b.pending[n:])
 		b.pending = b.pending[:n]
 		b.mu.Unlock()
-		l.roundTrip(nd, batch)
+		l.roundTrip(nd, batch, time.Time{})
 		for _, c := range batch {
 			c.done <- struct{}{} // last: the caller may reuse c at once
 		}
@@ -262,16 +281,19 @@ func (l *Limiter) worker(nd *node) {
 // roundTrip sends the calls of a batch in one round trip, and sets their
 // answers. A call with too little of its budget left is not sent.
 //
-// The round trip is bounded by Timeout after the arrival of its newest
-// request, never by a caller's shorter deadline: its timing out then means
-// that the node did not answer within Timeout, which is what the breaker
-// counts. A caller with less time leaves on its own.
-func (l *Limiter) roundTrip(nd *node, batch []*call) {
+// A worker's round trip is bounded by Timeout from when it is sent (a zero
+// deadline), never by a caller's deadline: its timing out then means that
+// the node did not answer within Timeout, which is what the breaker counts.
+// A caller with less time left leaves on its own, unblamed. An inline round
+// trip, which its caller waits in, is bounded by that caller's deadline.
+func (l *Limiter) roundTrip(nd *node, batch []*call, deadline time.Time) {
 	now := time.Now()
-	var deadline time.Time
+	if deadline.IsZero() {
+		deadline = now.Add(l.cfg.Timeout)
+	}
 	send := 0
 	for _, c := range batch {
-		if left := c.deadline.Sub(now); left < c.budget/dropDivisor {
+		if nd.tooLate(c, now) {
 			c.dropped, c.why = true, ReasonQueued
 			if c.ctxBound {
 				c.why = ReasonCancelled
@@ -279,9 +301,6 @@ func (l *Limiter) roundTrip(nd *node, batch []*call) {
 			continue
 		}
 		send++
-		if c.sendBy.After(deadline) {
-			deadline = c.sendBy
-		}
 	}
 	if send == 0 {
 		return
@@ -351,7 +370,9 @@ func (l *Limiter) call(deadline time.Time, nd *node, fn func(context.Context) er
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	start := time.Now()
 	err = fn(ctx)
-	nd.latency.observe(time.Since(start))
+	rtt := time.Since(start)
+	nd.latency.observe(rtt)
+	nd.observeRTT(rtt)
 	cancel()
 	done(breaker.Classify(nil, err, isSuccess))
 	nd.calls.Add(1)

@@ -65,6 +65,12 @@ type BreakerConfig struct {
 	// in a row (our Timeout expiring counts; the caller's own cancellation
 	// does not). Default 5.
 	ConsecutiveFailures uint32
+	// FailureRatio also opens the breaker: once 20 calls were made in the
+	// last 10 s, a failure that brings the share of failed calls to this
+	// ratio opens it (a node whose connections are cut after a few
+	// replies fails often, but rarely five times in a row). In (0, 1].
+	// Default breaker.DefaultFailureRatio (0.5).
+	FailureRatio float64
 	// OpenTimeout is how long an open breaker answers every request
 	// locally before letting a probe through. Default 1s.
 	OpenTimeout time.Duration
@@ -181,6 +187,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if math.IsNaN(c.FallbackShare) || c.FallbackShare <= 0 || c.FallbackShare > 1 {
 		return c, fmt.Errorf("hybrid: FallbackShare %v outside (0, 1]", c.FallbackShare)
+	}
+	if c.Breaker.FailureRatio < 0 || c.Breaker.FailureRatio > 1 || math.IsNaN(c.Breaker.FailureRatio) {
+		return c, fmt.Errorf("hybrid: Breaker.FailureRatio %v outside (0, 1]", c.Breaker.FailureRatio)
 	}
 	if c.Breaker.OpenTimeout < 0 {
 		return c, fmt.Errorf("hybrid: negative Breaker.OpenTimeout %v", c.Breaker.OpenTimeout)

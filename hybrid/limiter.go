@@ -51,7 +51,8 @@ type node struct {
 	batched atomic.Int64 // requests decided in round trips of more than one
 	latency histogram    // round-trip times
 	batch   batcher
-	conc    int // round trips that may be in flight at once
+	conc    int          // round trips that may be in flight at once
+	rtt     atomic.Int64 // moving average of round-trip times, ns (batch.go)
 
 	undecided reasonCounts // answers by the failure mode, by reason
 	failLog   failLog
@@ -75,9 +76,6 @@ func New(cfg Config) (*Limiter, error) {
 	l := &Limiter{cfg: cfg, fallback: fb}
 	if !cfg.DenyCache.Disable {
 		l.deny = newDenyCache(cfg.DenyCache.MaxKeys)
-	}
-	if !cfg.Lease.Disable {
-		l.leases = newLeases(l)
 	}
 	nodes := map[string]*node{}
 	var names []string
@@ -116,6 +114,9 @@ func New(cfg Config) (*Limiter, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidNode, err)
 	}
 	l.ring = ring
+	if !cfg.Lease.Disable {
+		l.leases = newLeases(l) // last: its sweep runs until Close
+	}
 	l.nodes.Store(&nodes)
 	l.warm(nodes)
 	return l, nil
@@ -174,6 +175,7 @@ func (l *Limiter) newNode(n Node, owned bool) (*node, error) {
 	}
 	br, err := breaker.New(n.Name, breaker.Config{
 		ConsecutiveFailures: l.cfg.Breaker.ConsecutiveFailures,
+		FailureRatio:        l.cfg.Breaker.FailureRatio,
 		OpenTimeout:         l.cfg.Breaker.OpenTimeout,
 		HalfOpenProbes:      l.cfg.Breaker.HalfOpenProbes,
 		Logger:              l.cfg.Logger,

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hybridlimit/hybridlimit/internal/redistest"
 	"github.com/hybridlimit/hybridlimit/internal/toxitest"
+	"github.com/hybridlimit/hybridlimit/remote"
 )
 
 // toxicCluster is 3 redis-server nodes, a proxy in front of each, and a
@@ -34,13 +35,28 @@ type toxicCluster struct {
 
 func newToxicCluster(t *testing.T, cfg Config) *toxicCluster {
 	t.Helper()
+	return newToxicClusterPool(t, cfg, 0)
+}
+
+// newToxicClusterPool is newToxicCluster with clients of the given pool
+// size (0: go-redis's default).
+func newToxicClusterPool(t *testing.T, cfg Config, pool int) *toxicCluster {
+	t.Helper()
 	c := &toxicCluster{srv: redistest.StartN(t, 3)}
 	for _, s := range c.srv {
 		p := toxitest.New(t, s.Addr())
 		c.px = append(c.px, p)
 		c.names = append(c.names, p.Addr())
 	}
-	cfg.Addrs = append(cfg.Addrs, c.names...)
+	if pool == 0 {
+		cfg.Addrs = append(cfg.Addrs, c.names...)
+	} else {
+		for _, a := range c.names {
+			rdb := remote.NewClient(&redis.Options{Addr: a, PoolSize: pool})
+			t.Cleanup(func() { rdb.Close() })
+			cfg.Nodes = append(cfg.Nodes, Node{Name: a, Client: rdb})
+		}
+	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 100 * time.Millisecond
 	}

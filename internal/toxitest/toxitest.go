@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -95,10 +96,11 @@ func (p *Proxy) Reset() { p.p.Toxics.ResetToxics(context.Background()) }
 // the node looks down (connections refused).
 func (p *Proxy) Disable() { p.p.Stop() }
 
-// Enable listens again on the same address.
+// Enable listens again on the same address; an enabled proxy stays as it
+// is.
 func (p *Proxy) Enable(tb testing.TB) {
 	tb.Helper()
-	if err := p.p.Start(); err != nil {
+	if err := p.p.Start(); err != nil && !errors.Is(err, toxiproxy.ErrProxyAlreadyStarted) {
 		tb.Fatalf("toxitest: restart proxy: %v", err)
 	}
 }
