@@ -372,3 +372,71 @@ func TestStatsChangesNothing(t *testing.T) {
 		t.Errorf("Stats changed the breaker: %+v, then %+v", before, after)
 	}
 }
+
+// TestLostReplyNotRerun: replies lost on the way back (the script ran) are
+// never followed by a second execution of the same decision: Redis runs
+// exactly one script per round trip the Limiter counts.
+func TestLostReplyNotRerun(t *testing.T) {
+	c := newToxicCluster(t, Config{Lease: LeaseConfig{Disable: true}, DenyCache: DenyCacheConfig{Disable: true}})
+	rdb := c.srv[0].Client(t)
+	nd := c.lim.nodeByName(c.names[0])
+	before, calls := evalshaCalls(t, rdb), nd.calls.Load()
+	c.px[0].Add(t, "timeout", toxitest.Downstream, map[string]any{"timeout": 0})
+	for i := range 10 {
+		r, err := c.lim.Allow(context.Background(), c.keys[0][i], PerHour(100))
+		if err != nil || r.Source != SourceFallback {
+			t.Fatalf("Allow with the reply lost = %v, %v; want the fallback", r.Source, err)
+		}
+	}
+	c.px[0].Reset()
+	time.Sleep(100 * time.Millisecond)
+	ran, sent := evalshaCalls(t, rdb)-before, nd.calls.Load()-calls
+	t.Logf("replies lost: %d round trips sent, %d scripts run", sent, ran)
+	if ran != sent || sent == 0 {
+		t.Errorf("%d scripts ran for %d round trips whose replies were lost, want one each", ran, sent)
+	}
+}
+
+// TestStartWithSickNodes: New returns within its warm-up bound when one
+// node refuses connections and another accepts them and never answers, and
+// each node's keys are answered as its health says.
+func TestStartWithSickNodes(t *testing.T) {
+	srv := redistest.StartN(t, 2)
+	hole := toxitest.New(t, srv[1].Addr())
+	hole.Add(t, "timeout", toxitest.Upstream, map[string]any{"timeout": 0})
+	refused := redistest.StartN(t, 1)[0]
+	refusedAddr := refused.Addr()
+	if err := refused.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	lim, err := New(Config{Addrs: []string{srv[0].Addr(), hole.Addr(), refusedAddr}, Timeout: 100 * time.Millisecond})
+	took := time.Since(t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lim.Close()
+	t.Logf("New with a refused and a black-holed node took %v", took)
+	if took > warmTimeout+250*time.Millisecond {
+		t.Errorf("New took %v, want at most the warm-up bound %v", took, warmTimeout)
+	}
+	want := map[string]Source{srv[0].Addr(): SourceRemote, hole.Addr(): SourceFallback, refusedAddr: SourceFallback}
+	seen := map[string]bool{}
+	for i := 0; len(seen) < 3 && i < 10_000; i++ {
+		k := fmt.Sprintf("start:%d", i)
+		name, _ := lim.ring.Locate(k)
+		t1 := time.Now()
+		r, err := lim.Allow(context.Background(), k, PerMinute(10))
+		el := time.Since(t1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Source != want[name] {
+			t.Errorf("key of %s answered by %v, want %v", name, r.Source, want[name])
+		}
+		if el > 150*time.Millisecond {
+			t.Errorf("Allow for a key of %s took %v, want <= 1.5 × Timeout", name, el)
+		}
+		seen[name] = true
+	}
+}
