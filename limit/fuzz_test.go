@@ -120,8 +120,9 @@ func checkTake(t *testing.T, s limit.State, l limit.Limit, sp limit.Spec, now ti
 		t.Fatalf("Take(%v, at %v, cost %d) = %+v, want RetryAfter <= ResetAfter", l, at, cost, d)
 	}
 	// ResetAfter is bounded: a window and its successor, or a whole refill
-	// rounded up to a quantum.
-	maxReset := 2 * l.Period
+	// rounded up to a quantum. A window ahead of now counts as no time
+	// passed, so its durations grow by as much as it is ahead.
+	maxReset := 2*l.Period + ahead(s, sp, now)
 	if isBucket(l.Algorithm) {
 		fill := (sp.C*sp.P + sp.R - 1) / sp.R // C*P <= 2^50: no overflow
 		maxReset = time.Duration(fill*sp.Q) * µs
@@ -161,28 +162,38 @@ func checkTake(t *testing.T, s limit.State, l limit.Limit, sp limit.Spec, now ti
 		}
 	}
 
-	// Waiting: the windows count a clock behind the last charge as no time
-	// passed, so their durations run from that charge (see the conformance
-	// vectors); a bucket's run from now (see DESIGN-NOTES.md).
-	eff := now
-	if s.T > now.UnixMicro() && !isBucket(l.Algorithm) {
-		eff = time.UnixMicro(s.T).UTC()
-	}
+	// Waiting: durations count from now, also when the state is ahead of
+	// it (a clock stepped back).
 	if !d.Allowed {
 		// After RetryAfter, with nothing else charged, the same request is
 		// admitted, and not a microsecond earlier.
-		if _, d2, _ := limit.Take(clone(s), l, eff.Add(d.RetryAfter), cost); !d2.Allowed {
+		if _, d2, _ := limit.Take(clone(s), l, now.Add(d.RetryAfter), cost); !d2.Allowed {
 			t.Fatalf("Take(%v, at %v, cost %d) = %+v, but at +RetryAfter = %+v, want allowed", l, at, cost, d, d2)
 		}
-		if _, d2, _ := limit.Take(clone(s), l, eff.Add(d.RetryAfter-µs), cost); d2.Allowed {
+		if _, d2, _ := limit.Take(clone(s), l, now.Add(d.RetryAfter-µs), cost); d2.Allowed {
 			t.Fatalf("Take(%v, at %v, cost %d) = %+v, but at +RetryAfter-1µs = %+v, want denied", l, at, cost, d, d2)
 		}
 	}
 	// After ResetAfter, with nothing else charged, the limit is full.
-	if av := available(t, next, l, eff.Add(d.ResetAfter)); av != c {
+	if av := available(t, next, l, now.Add(d.ResetAfter)); av != c {
 		t.Fatalf("Take(%v, at %v, cost %d) = %+v, but at +ResetAfter %d units are available, want %d", l, at, cost, d, av, c)
 	}
 	return next
+}
+
+// ahead is how far a window's state lies after now: the time of its last
+// charge, or its newest event, less now; 0 for a bucket.
+func ahead(s limit.State, sp limit.Spec, now time.Time) time.Duration {
+	var t int64
+	switch sp.Algorithm {
+	case limit.FixedWindow, limit.SlidingWindowCounter:
+		t = s.T
+	case limit.SlidingWindowLog:
+		if len(s.Log) > 0 {
+			t = s.Log[len(s.Log)-1].T
+		}
+	}
+	return max(time.Duration(t-now.UnixMicro())*µs, 0)
 }
 
 func FuzzTransition(f *testing.F) {

@@ -6,7 +6,8 @@ import "math/bits"
 // arithmetic is in int64 and stays below 2^53, as the Lua mirror requires.
 type view struct {
 	sp   Spec
-	now  int64 // effective now in microseconds (clamped forward for windows)
+	at   int64 // the request's instant in microseconds: durations count from it
+	now  int64 // effective now in microseconds (a window ahead of at counts as at its time)
 	nq   int64 // now in quanta
 	d    int64 // buckets: deficit/queue now (scaled by P); windows: count in now's window
 	prev int64 // SlidingWindowCounter: count of the previous window
@@ -41,7 +42,7 @@ func (v *view) look(sp *Spec, s *State, nowUS int64) {
 	if nowUS < 1 {
 		nowUS = 1 // T == 0 means never charged; the epoch itself counts as 1µs after it
 	}
-	*v = view{sp: *sp, now: nowUS}
+	*v = view{sp: *sp, at: nowUS, now: nowUS}
 	switch sp.Algorithm {
 	case TokenBucket, LeakyBucket:
 		v.nq = sp.quanta(nowUS)
@@ -131,8 +132,9 @@ func (v *view) allows(cost int64) bool {
 	return false
 }
 
-// after is the time in microseconds from the view's instant until quantum tq.
-func (v *view) after(tq int64) int64 { return max(tq*v.sp.Q-v.now, 0) }
+// after is the time in microseconds from the request's instant until
+// quantum tq: from now, even when the state is ahead of it.
+func (v *view) after(tq int64) int64 { return max(tq*v.sp.Q-v.at, 0) }
 
 // decide writes to dec the decision for cost: the figures after the charge
 // when allowed, the current ones with RetryAfter when not. Written in place,
@@ -184,7 +186,7 @@ func (v *view) decide(dec *Decision, cost int64, allowed bool) {
 			if !allowed {
 				newest = v.log[len(v.log)-1].T
 			}
-			dec.ResetAfter = us(newest + sp.P - v.now)
+			dec.ResetAfter = us(newest + sp.P - v.at)
 		}
 		if !allowed {
 			dec.RetryAfter = us(v.logRetry(cost))
@@ -210,13 +212,14 @@ func (v *view) counterRetry(cost int64) int64 {
 	return (v.k+1)*sp.P + e
 }
 
-// logRetry returns the microseconds until enough events leave the window.
+// logRetry returns the microseconds from the request's instant until
+// enough events leave the window.
 func (v *view) logRetry(cost int64) int64 {
 	need := v.n + cost - v.sp.R
 	for _, ev := range v.log[v.head:] {
 		need -= ev.N
 		if need <= 0 {
-			return ev.T + v.sp.P - v.now
+			return ev.T + v.sp.P - v.at
 		}
 	}
 	return v.sp.P

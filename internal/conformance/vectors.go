@@ -135,8 +135,9 @@ var Vectors = []Vector{
 			{s, 3, ok(0, s)},
 			{1500 * ms, 1, deny(0, 500*ms, 500*ms)},
 			{1500 * ms, 4, bad(limit.ErrCostExceedsLimit)},
-			// Backwards: no time passed since the last charge, at 1s.
-			{500 * ms, 1, deny(0, s, s)},
+			// Backwards by less than a period: no time passed since the last
+			// charge, at 1s; the durations count from now.
+			{500 * ms, 1, deny(0, 1500*ms, 1500*ms)},
 			{5 * s, 1, ok(2, s)},
 		},
 	},
@@ -151,7 +152,7 @@ var Vectors = []Vector{
 			{s, 1, ok(1, s)}, // the two events at 0 left at exactly 1s
 			{s, 2, deny(1, 500*ms, s)},
 			{s, 4, bad(limit.ErrCostExceedsLimit)},
-			{900 * ms, 1, ok(0, s)}, // backwards: counted as at 1s
+			{900 * ms, 1, ok(0, 1100*ms)}, // backwards: counted as at 1s, leaving at 2s
 			{1500*ms + 1*µs, 1, ok(0, s)},
 			{1500*ms + 1*µs, 1, deny(0, 500*ms-1*µs, s)},
 			{10 * s, 3, ok(0, s)},
@@ -169,8 +170,8 @@ var Vectors = []Vector{
 			// 6.5 + 3 + 1 = 10.5 > 10: a floored estimate would allow it.
 			{1350 * ms, 1, deny(0, 50*ms, 1650*ms)},
 			{2500 * ms, 8, ok(0, 1500*ms)},
-			// Backwards: counted as at 2.5s.
-			{2 * s, 1, deny(0, 166667*µs, 1500*ms)},
+			// Backwards: counted as at 2.5s; the durations count from now.
+			{2 * s, 1, deny(0, 666667*µs, 2*s)},
 			{4500 * ms, 10, ok(0, 1500*ms)},
 			{5 * s, 10, deny(0, s, s)},
 			{5 * s, 11, bad(limit.ErrCostExceedsLimit)},

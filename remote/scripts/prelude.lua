@@ -61,9 +61,10 @@ local function ttl_ms(until_us, now_us)
   return d + 1
 end
 
--- Microseconds from the view's instant until quantum tq, never negative.
+-- Microseconds from the request's instant (the server's clock, raw) until
+-- quantum tq, never negative: from now even when the state is ahead of it.
 local function after(v, tq)
-  local x = tq * v.sp.q - v.now
+  local x = tq * v.sp.q - v.raw
   if x < 0 then
     return 0
   end

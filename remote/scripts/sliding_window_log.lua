@@ -33,18 +33,19 @@ function SWL.decide(v, cost, ok)
   if ok then
     n = n + cost
   end
+  -- Durations count from the request's instant, raw.
   local reset = 0
   local retry = 0
   if ok then
-    reset = sp.p
+    reset = v.now + sp.p - v.raw
   else
     if n > 0 then
-      reset = v.newest + sp.p - v.now
+      reset = v.newest + sp.p - v.raw
     end
     local need = v.n + cost - sp.r
     local ev = rcall('ZRANGE', v.key, need - 1, need - 1, 'WITHSCORES')
     if #ev == 2 then
-      retry = tonumber(ev[2]) + sp.p - v.now
+      retry = tonumber(ev[2]) + sp.p - v.raw
     else
       retry = sp.p
     end
