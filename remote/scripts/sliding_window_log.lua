@@ -1,6 +1,8 @@
 -- SlidingWindowLog: a sorted set of events scored by their microsecond,
 -- one member per unit, named "<microsecond>-<sequence>" so that events of
 -- one microsecond stay distinct. The key expires with its newest event.
+-- The events in (now-P, now] count; those that left it are removed when
+-- the key is next charged, as package limit drops them from its log.
 local SWL = {}
 
 function SWL.look(key, sp, raw)
@@ -14,8 +16,7 @@ function SWL.look(key, sp, raw)
     end
   end
   v.nq = v.now
-  rcall('ZREMRANGEBYSCORE', key, '-inf', str(v.now - sp.p))
-  v.n = rcall('ZCARD', key)
+  v.n = rcall('ZCOUNT', key, '(' .. str(v.now - sp.p), '+inf')
   return v
 end
 
@@ -43,7 +44,7 @@ function SWL.decide(v, cost, ok)
       reset = v.newest + sp.p - v.raw
     end
     local need = v.n + cost - sp.r
-    local ev = rcall('ZRANGE', v.key, need - 1, need - 1, 'WITHSCORES')
+    local ev = rcall('ZRANGEBYSCORE', v.key, '(' .. str(v.now - sp.p), '+inf', 'WITHSCORES', 'LIMIT', need - 1, 1)
     if #ev == 2 then
       retry = tonumber(ev[2]) + sp.p - v.raw
     else
@@ -58,6 +59,7 @@ function SWL.commit(v, cost)
   if v.newest == v.now then
     seq = v.seq + 1
   end
+  rcall('ZREMRANGEBYSCORE', v.key, '-inf', str(v.now - v.sp.p))
   local ts = str(v.now)
   local batch = {}
   for i = 0, cost - 1 do
@@ -74,9 +76,11 @@ function SWL.commit(v, cost)
   rcall('PEXPIRE', v.key, ttl_ms(v.now + v.sp.p, v.raw))
 end
 
+-- Remove the oldest events in the window charged at or after the lease.
 function SWL.giveback(v, at, units)
+  local from = str(mmax(at, v.now - v.sp.p + 1))
   while units > 0 do
-    local m = rcall('ZRANGEBYSCORE', v.key, str(at), '+inf', 'LIMIT', 0, mmin(units, 500))
+    local m = rcall('ZRANGEBYSCORE', v.key, from, '+inf', 'LIMIT', 0, mmin(units, 500))
     if #m == 0 then
       return
     end
