@@ -32,14 +32,58 @@
 //   - SlidingWindowCounter: estimate = previous*(1-elapsed/Period)+current,
 //     compared exactly (never floored); allowed while estimate+cost <= Rate.
 //
-// A denied request consumes nothing. A cost larger than a limit's capacity is
+// A denied request consumes nothing (a state ahead of a clock stepped back
+// may be rebased; see below). A cost larger than a limit's capacity is
 // an error ([ErrCostExceedsLimit]), not a denial. Several limits applied to
 // one request ([TakeAll]) are all-or-nothing: a denial by any of them consumes
 // nothing from the others.
 //
-// Time that goes backwards counts as no time passed for the window
-// algorithms. The two buckets keep their state as "the time at which the
-// bucket is full" (one integer, which is what lets Redis store a bucket in
-// the minimum it can); a clock stepped back by d finds such a bucket as it was
-// d earlier, never emptier than empty. See DESIGN-NOTES.md.
+// # Clocks that step
+//
+// A store's clock may step either way: NTP steps a server's wall clock, and
+// a failover to a replica changes it. Every duration a Decision reports
+// counts from now, the instant of the request, also when the state lies
+// ahead of it, and RetryAfter is truthful: the same request made RetryAfter
+// later, with nothing else charged, is admitted.
+//
+// A state lies in the future of now only when the clock went back. A state
+// less than a period ahead (a bucket: one whose deficit, read back, is
+// within its capacity) follows the house rule: time that goes backwards
+// counts as no time passed. A window's count stays in the window of its
+// last charge and the log's events keep their times, so jitter across a
+// window's boundary grants no second burst; a bucket, whose state is "the
+// time at which it is full" (one integer, which is what lets Redis store a
+// bucket in the minimum it can), reads as it was that much earlier, never
+// emptier than empty.
+//
+// A state further ahead cannot be explained by a clock going forward, and
+// is rebased to now: a bucket is empty as of now; FixedWindow's count
+// belongs to now's window; SlidingWindowCounter's current and previous
+// counts are now's window's and the one before; SlidingWindowLog's events
+// after now become events at now, and leave a period after now. Nothing is
+// charged, but the state changes even on a denial: Take returns the rebased
+// state and a store must keep it, or the key would be rebased at every
+// request and stay denied until the clock caught up.
+//
+// So after a step of up to an hour either way, no request is denied past
+// one bound after the first request since the step or the last charge
+// since: a fresh key's longest wait (a bucket's fill time; a period, two
+// for SlidingWindowCounter) plus one period (for a bucket, plus nothing).
+// A step forward counts as time passed: it grants at most one capacity
+// beyond what the limit admits over real time. A step back grants nothing
+// beyond that, except where a bucket's Redis form wraps: it is one integer
+// modulo 2^52, and a step back of d with Rate × d (in quanta) near 2^51 or
+// more (an hour at a 1µs quantum: about 625,000 units per period) leaves
+// the bucket reading anything from empty to full until it is next charged:
+// one capacity at most, and a wait of one fill time at most. Package limit
+// reads a bucket the same way, so that the Redis scripts and this package
+// agree exactly. See DESIGN-NOTES.md.
+//
+// Leases (LeaseSpecs, GiveBackSpecs) follow the same rules: a lease given
+// back after its state was rebased finds its window, or its events, moved
+// to now, and returns nothing unless its own time lies in now's window, as
+// it does for a lease taken before a step forward and given back after the
+// step's correction: its units then go to the count that the rebase moved
+// there, so the limit is exceeded by at most the units leased across both
+// steps.
 package limit

@@ -75,8 +75,9 @@ func advance(now time.Time, dt time.Duration) time.Time {
 func isBucket(a limit.Algorithm) bool { return a == limit.TokenBucket || a == limit.LeakyBucket }
 
 // checkTake decides one request with limit.Take, checks every invariant the
-// semantics guarantee, and returns the state to continue from.
-func checkTake(t *testing.T, s limit.State, l limit.Limit, sp limit.Spec, now time.Time, cost int64) limit.State {
+// semantics guarantee, and returns the state to continue from and the
+// decision.
+func checkTake(t *testing.T, s limit.State, l limit.Limit, sp limit.Spec, now time.Time, cost int64) (limit.State, limit.Decision) {
 	t.Helper()
 	c := l.Capacity()
 	next, d, err := limit.Take(clone(s), l, now, cost)
@@ -93,7 +94,7 @@ func checkTake(t *testing.T, s limit.State, l limit.Limit, sp limit.Spec, now ti
 		if !reflect.DeepEqual(next, s) || d != (limit.Decision{}) {
 			t.Fatalf("Take(%v, at %v, cost %d) = %+v, %+v on error, want %+v unchanged", l, at, cost, next, d, s)
 		}
-		return s
+		return s, d
 	case err != nil:
 		t.Fatalf("Take(%v, at %v, cost %d) error = %v", l, at, cost, err)
 	}
@@ -120,25 +121,21 @@ func checkTake(t *testing.T, s limit.State, l limit.Limit, sp limit.Spec, now ti
 		t.Fatalf("Take(%v, at %v, cost %d) = %+v, want RetryAfter <= ResetAfter", l, at, cost, d)
 	}
 	// ResetAfter is bounded: a window and its successor, or a whole refill
-	// rounded up to a quantum. A window ahead of now counts as no time
-	// passed, so its durations grow by as much as it is ahead.
-	maxReset := 2*l.Period + ahead(s, sp, now)
+	// rounded up to a quantum, even when the clock went back. A window
+	// ahead of now by at most a period counts as no time passed, so its
+	// durations grow by as much as it is ahead.
+	maxReset := 2*l.Period + ahead(rebased(s, sp, now), sp, now)
 	if isBucket(l.Algorithm) {
-		fill := (sp.C*sp.P + sp.R - 1) / sp.R // C*P <= 2^50: no overflow
-		maxReset = time.Duration(fill*sp.Q) * µs
-		if behind := time.Duration(s.T-now.UnixMicro()) * µs; behind > 0 {
-			// A clock behind the last charge finds the bucket as it was
-			// then: its durations grow by as much, plus a quantum.
-			maxReset += behind + time.Duration(sp.Q)*µs
-		}
+		maxReset = fillTime(sp)
 	}
 	if d.ResetAfter > maxReset {
 		t.Fatalf("Take(%v, at %v, cost %d) = %+v, want ResetAfter <= %v", l, at, cost, d, maxReset)
 	}
 
 	if !d.Allowed {
-		if !reflect.DeepEqual(next, s) {
-			t.Fatalf("denied Take(%v, at %v, cost %d) = %+v, want %+v unchanged", l, at, cost, next, s)
+		// Nothing is charged; a state too far ahead of now is rebased.
+		if want := rebased(s, sp, now); !reflect.DeepEqual(next, want) {
+			t.Fatalf("denied Take(%v, at %v, cost %d) = %+v, want %+v (s %+v, rebased if ahead)", l, at, cost, next, want, s)
 		}
 		if d.Remaining >= cost {
 			t.Fatalf("denied Take(%v, at %v, cost %d) = %+v, want Remaining < cost", l, at, cost, d)
@@ -166,11 +163,12 @@ func checkTake(t *testing.T, s limit.State, l limit.Limit, sp limit.Spec, now ti
 	// it (a clock stepped back).
 	if !d.Allowed {
 		// After RetryAfter, with nothing else charged, the same request is
-		// admitted, and not a microsecond earlier.
-		if _, d2, _ := limit.Take(clone(s), l, now.Add(d.RetryAfter), cost); !d2.Allowed {
+		// admitted by the state the denial returned, and not a microsecond
+		// earlier.
+		if _, d2, _ := limit.Take(clone(next), l, now.Add(d.RetryAfter), cost); !d2.Allowed {
 			t.Fatalf("Take(%v, at %v, cost %d) = %+v, but at +RetryAfter = %+v, want allowed", l, at, cost, d, d2)
 		}
-		if _, d2, _ := limit.Take(clone(s), l, now.Add(d.RetryAfter-µs), cost); d2.Allowed {
+		if _, d2, _ := limit.Take(clone(next), l, now.Add(d.RetryAfter-µs), cost); d2.Allowed {
 			t.Fatalf("Take(%v, at %v, cost %d) = %+v, but at +RetryAfter-1µs = %+v, want denied", l, at, cost, d, d2)
 		}
 	}
@@ -178,11 +176,63 @@ func checkTake(t *testing.T, s limit.State, l limit.Limit, sp limit.Spec, now ti
 	if av := available(t, next, l, now.Add(d.ResetAfter)); av != c {
 		t.Fatalf("Take(%v, at %v, cost %d) = %+v, but at +ResetAfter %d units are available, want %d", l, at, cost, d, av, c)
 	}
-	return next
+	return next, d
 }
 
-// ahead is how far a window's state lies after now: the time of its last
-// charge, or its newest event, less now; 0 for a bucket.
+// fillTime is the time a bucket takes to fill from empty, rounded up to a
+// quantum.
+func fillTime(sp limit.Spec) time.Duration {
+	fill := (sp.C*sp.P + sp.R - 1) / sp.R // C*P <= 2^50: no overflow
+	return time.Duration(fill*sp.Q) * µs
+}
+
+// rebased is the state s as a transition at now sees it, the test's own
+// statement of the rule in the package documentation: a bucket whose
+// deficit, read back modulo 2^52 as the Redis form reads it, exceeds the
+// capacity is empty as of now; a window whose time (the log: whose newest
+// event) is more than a period ahead of now is moved to now, its counts
+// kept (the log's events after now become one event at now).
+func rebased(s limit.State, sp limit.Spec, now time.Time) limit.State {
+	s = clone(s)
+	n := max(now.UnixMicro(), 1)
+	switch sp.Algorithm {
+	case limit.TokenBucket, limit.LeakyBucket:
+		if s.T == 0 || s.A <= 0 || s.T/sp.Q <= n/sp.Q {
+			return s
+		}
+		_, lo := bits.Mul64(uint64(s.T/sp.Q-n/sp.Q), uint64(sp.R))
+		if d := (lo + uint64(s.A)) & (1<<52 - 1); d < 1<<51 && d > uint64(sp.C*sp.P) {
+			s.T, s.A = n, sp.C*sp.P
+		}
+	case limit.FixedWindow, limit.SlidingWindowCounter:
+		if s.T-n > sp.P*sp.Q {
+			s.T = n
+		}
+	case limit.SlidingWindowLog:
+		if len(s.Log) == 0 || s.Log[len(s.Log)-1].T-n <= sp.P {
+			return s
+		}
+		var kept []limit.Event
+		var moved int64
+		for _, ev := range s.Log {
+			if ev.T > n {
+				moved += ev.N
+			} else {
+				kept = append(kept, ev)
+			}
+		}
+		if k := len(kept); k > 0 && kept[k-1].T == n {
+			kept[k-1].N += moved
+		} else {
+			kept = append(kept, limit.Event{T: n, N: moved})
+		}
+		s.Log, s.T = kept, n
+	}
+	return s
+}
+
+// ahead is how far a window's state (already rebased) lies after now: the
+// time of its last charge, or its newest event, less now; 0 for a bucket.
 func ahead(s limit.State, sp limit.Spec, now time.Time) time.Duration {
 	var t int64
 	switch sp.Algorithm {
@@ -236,7 +286,7 @@ func FuzzTransition(f *testing.F) {
 		var s limit.State
 		for _, st := range decodeSteps(data, l.Period, l.Capacity()) {
 			now = advance(now, st.dt)
-			s = checkTake(t, s, l, sp, now, st.cost)
+			s, _ = checkTake(t, s, l, sp, now, st.cost)
 		}
 	})
 }
@@ -379,10 +429,10 @@ func checkTakeAll(t *testing.T, states []limit.State, limits []limit.Limit, now 
 			}
 		}
 	} else {
-		// Nothing changed; the binding limit denies, with the longest
-		// RetryAfter of those that deny.
-		if !reflect.DeepEqual(states, before) {
-			t.Fatalf("denied TakeAll(%v, at %v, cost %d) states = %+v, want %+v unchanged", limits, at, cost, states, before)
+		// Nothing charged (states ahead of now rebased); the binding limit
+		// denies, with the longest RetryAfter of those that deny.
+		if want := rebasedAll(before, limits, now); !reflect.DeepEqual(states, want) {
+			t.Fatalf("denied TakeAll(%v, at %v, cost %d) states = %+v, want %+v (before %+v, rebased if ahead)", limits, at, cost, states, want, before)
 		}
 		for i, a := range alone {
 			if !a.Allowed && a.RetryAfter > want.RetryAfter {
@@ -442,6 +492,16 @@ func FuzzLease(f *testing.F) {
 	})
 }
 
+// rebasedAll is rebased for each state of limits (all valid).
+func rebasedAll(states []limit.State, limits []limit.Limit, now time.Time) []limit.State {
+	out := make([]limit.State, len(states))
+	for i, l := range limits {
+		sp, _ := l.Spec()
+		out[i] = rebased(states[i], sp, now)
+	}
+	return out
+}
+
 // availableAll returns what each limit admits at now.
 func availableAll(t *testing.T, states []limit.State, limits []limit.Limit, now time.Time) []int64 {
 	t.Helper()
@@ -465,8 +525,8 @@ func checkLease(t *testing.T, states []limit.State, limits []limit.Limit, specs 
 		t.Fatalf("LeaseSpecs(%v, at %v, want %d) = %d, want %d (available %v)", limits, now.Sub(base), want, g, wantG, av)
 	}
 	if g == 0 {
-		if !reflect.DeepEqual(states, before) || d.Allowed {
-			t.Fatalf("LeaseSpecs(%v, at %v, want %d) granted 0 with %+v and states %+v, want denied and %+v unchanged", limits, now.Sub(base), want, d, states, before)
+		if wantS := rebasedAll(before, limits, now); !reflect.DeepEqual(states, wantS) || d.Allowed {
+			t.Fatalf("LeaseSpecs(%v, at %v, want %d) granted 0 with %+v and states %+v, want denied and %+v (rebased if ahead)", limits, now.Sub(base), want, d, states, wantS)
 		}
 		return 0
 	}
@@ -644,4 +704,178 @@ func FuzzSpecMatches(f *testing.F) {
 			t.Fatalf("Spec of %#v (%+v).Matches(%#v) = %v, want %v", a, sp, b, got, want)
 		}
 	})
+}
+
+// maxStep is the largest clock step FuzzClockStep makes, either way.
+const maxStep = time.Hour
+
+// admission is units admitted at a real instant (µs), for FuzzClockStep.
+type admission struct {
+	real, n int64
+}
+
+// FuzzClockStep plays a history in which the clock moves forward only,
+// but for one step of up to an hour either way, as NTP or a failover to a
+// replica steps a Redis server's clock, and checks what the package
+// documentation promises for it: RetryAfter is truthful (checkTake); after
+// the step, no request waits past one bound after the first request since
+// the step or the last charge since (a fresh key's worst wait plus a period:
+// two periods for FixedWindow and SlidingWindowLog, three for
+// SlidingWindowCounter; a fill time for a bucket), and a key left alone
+// that long is full again; and
+// the step grants one capacity at most beyond what the limit admits over
+// real time (a forward step; a step back only where the bucket's Redis form
+// wraps).
+func FuzzClockStep(f *testing.F) {
+	// Limit selectors (as decodeLimits), the step's position, then steps
+	// as decodeSteps reads them (moves are taken forward).
+	use := []byte{0, 0, 0, 191, 1, 0, 0, 1, 1, 0, 16, 1, 1, 0, 100, 254, 2, 0, 64, 0, 2, 0, 64, 0, 2, 0, 64, 0, 3, 1, 0, 0}
+	for a := byte(0); a < 5; a++ {
+		for _, r := range []byte{2, 4, 6, 10} {
+			for _, p := range []byte{4, 6, 7} {
+				data := append([]byte{a, r, p, 0, 1}, use...)
+				f.Add(data, -time.Hour.Microseconds())
+				f.Add(data, time.Hour.Microseconds())
+				f.Add(data, -int64(fuzzPeriods[p]/µs)-1)
+				f.Add(data, -int64(fuzzPeriods[p]/µs)/2)
+				f.Add(append([]byte{a, r, p, 3, 3}, use...), -time.Hour.Microseconds()+7)
+			}
+		}
+		f.Add(append([]byte{a, 10, 4, 1, 2}, use...), int64(-1))
+		f.Add(append([]byte{a, 9, 1, 2, 2}, use...), -time.Hour.Microseconds())
+	}
+	f.Fuzz(func(t *testing.T, data []byte, stepUS int64) {
+		limits, rest := decodeLimits(data, 1)
+		if len(limits) != 1 || len(rest) < 1 {
+			return
+		}
+		l := limits[0]
+		sp, err := l.Spec()
+		if err != nil {
+			return
+		}
+		c := l.Capacity()
+		delta := time.Duration(stepUS%(maxStep.Microseconds()+1)) * µs
+		steps := decodeSteps(rest[1:], l.Period, c)
+		at := int(rest[0]) % (len(steps) + 1)
+
+		// The bound on a wait after the step, and how far apart two real
+		// instants may be for the windows' admissions to be compared.
+		bound := 2 * l.Period
+		switch {
+		case isBucket(l.Algorithm):
+			bound = fillTime(sp)
+		case l.Algorithm == limit.SlidingWindowCounter:
+			bound = 3 * l.Period
+		}
+		// A bucket read back by more than its Redis form holds (2^51 of
+		// rate times quanta) reads anything from empty to full: one extra
+		// capacity, and the waits are bounded only by a fill time from the
+		// request (checkTake).
+		wraps := isBucket(l.Algorithm) && delta < 0 &&
+			float64(-delta/µs)/float64(sp.Q)*float64(sp.R)+float64(sp.C*sp.P) >= 1<<51-float64(2*sp.R)
+		extra := int64(0)
+		if delta > 0 || wraps {
+			extra = c
+		}
+
+		now := base.Add(time.Duration(uint16(rest[0])) * (l.Period / 256)).Truncate(µs)
+		var s limit.State
+		var adm []admission
+		stepped := false
+		// After the step: when it was, and the latest of the first request
+		// since and the last charge since.
+		var stepAt, anchor time.Time
+		touched := false
+		for i := 0; i <= len(steps); i++ {
+			if i == at {
+				next := now.Add(delta)
+				if next.Before(minNow) || next.After(maxNow) {
+					return
+				}
+				now, stepped, stepAt, anchor = next, true, next, next
+			}
+			if i == len(steps) {
+				break
+			}
+			st := steps[i]
+			dt := st.dt
+			if dt < 0 {
+				dt = -dt
+			}
+			next := now.Add(dt)
+			if next.After(maxNow) {
+				return
+			}
+			now = next
+			var d limit.Decision
+			s, d = checkTake(t, s, l, sp, now, st.cost)
+			if st.cost < 1 || st.cost > c {
+				continue
+			}
+			real := now.UnixMicro()
+			if stepped {
+				real -= delta.Microseconds()
+				if !touched {
+					// A state is rebased when a request finds it ahead.
+					anchor, touched = now, true
+				}
+			}
+			if d.Allowed {
+				adm = append(adm, admission{real, st.cost})
+				if stepped {
+					anchor = now
+				}
+			}
+			if !stepped || wraps {
+				continue
+			}
+			if d.Allowed && isBucket(l.Algorithm) {
+				continue
+			}
+			if !d.Allowed && now.Add(d.RetryAfter).Sub(anchor) > bound {
+				t.Fatalf("Take(%v, cost %d) %v after the step of %v (first request or last charge %v after it) = %+v: waits until %v after that, want at most %v",
+					l, st.cost, now.Sub(stepAt), delta, anchor.Sub(stepAt), d, now.Add(d.RetryAfter).Sub(anchor), bound)
+			}
+			if av := available(t, s, l, anchor.Add(bound)); av != c {
+				t.Fatalf("%v after the step of %v: left alone until %v after the first request or the last charge since, admits %d, want %d",
+					l, delta, bound, av, c)
+			}
+		}
+		checkAdmitted(t, l, sp, adm, extra, delta)
+	})
+}
+
+// checkAdmitted checks the units admitted over real time against what the
+// limit allows, plus extra: for a bucket, C plus the refill over any span;
+// for a window, within less than a period, 2×Rate for FixedWindow and
+// SlidingWindowCounter (two windows), Rate for SlidingWindowLog.
+func checkAdmitted(t *testing.T, l limit.Limit, sp limit.Spec, adm []admission, extra int64, delta time.Duration) {
+	t.Helper()
+	for i := range adm {
+		var sum int64
+		for j := i; j < len(adm); j++ {
+			sum += adm[j].n
+			span := adm[j].real - adm[i].real
+			var most float64
+			if isBucket(l.Algorithm) {
+				// Quanta elapsed, plus one for each end's rounding.
+				q := float64(span)/float64(sp.Q) + 2
+				most = float64(sp.C+extra) + q*float64(sp.R)/float64(sp.P) + 1
+			} else {
+				if span >= l.Period.Microseconds() {
+					break
+				}
+				k := int64(2)
+				if l.Algorithm == limit.SlidingWindowLog {
+					k = 1
+				}
+				most = float64(k*sp.R + extra)
+			}
+			if float64(sum) > most {
+				t.Fatalf("%v with a step of %v admitted %d units within %v of real time, want at most %.0f (extra %d)",
+					l, delta, sum, time.Duration(span)*µs, most, extra)
+			}
+		}
+	}
 }

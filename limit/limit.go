@@ -22,9 +22,6 @@ const (
 
 	// maxScaled bounds every product of a count and a period in quanta.
 	maxScaled = 1 << 50
-	// maxDeficit bounds a bucket's deficit when the clock went back: the
-	// Redis form tells deficits apart only within 2^51.
-	maxDeficit = 1<<51 - 1
 )
 
 // Limit is a rate limit: Rate units per Period, enforced by Algorithm.

@@ -707,35 +707,86 @@ func TestGiveBackSpecsWindows(t *testing.T) {
 
 // TestTakeBucketBackwardsClockRetryAfter is the regression test for the
 // buckets' RetryAfter and ResetAfter when the clock is behind the last charge
-// by more than the bucket's headroom. The state is "the time at which the
-// bucket is full"; a clock stepped back finds the bucket as it was then,
-// never emptier than empty. A bucket emptied at 1s (full again at 2s) is
-// empty at 500ms and stays so until 1.1s, when its first token is back: the
-// same transition admits a unit at 1.1s and denies it before.
+// by more than the bucket's headroom. A bucket emptied at 1s and read at
+// 500ms would be "more than empty", which a clock going forward cannot
+// produce: it is empty as of 500ms, the denial returns it so, and the unit
+// it waits for is back at 600ms, as RetryAfter says (not a microsecond
+// earlier).
 func TestTakeBucketBackwardsClockRetryAfter(t *testing.T) {
 	for _, a := range []limit.Algorithm{limit.TokenBucket, limit.LeakyBucket} {
 		t.Run(a.String(), func(t *testing.T) {
 			l := limit.Limit{Algorithm: a, Rate: 10, Period: sec}
 			s := mustTake(t, limit.State{}, l, base.Add(sec), 10)
 			now := base.Add(500 * ms)
-			_, d, err := limit.Take(clone(s), l, now, 1)
+			next, d, err := limit.Take(clone(s), l, now, 1)
 			if err != nil || d.Allowed {
 				t.Fatalf("Take(at 500ms, cost 1) = %+v, %v, want denied", d, err)
 			}
-			// What the transition itself does later: first admitted at 1.1s.
-			if _, d2, _ := limit.Take(clone(s), l, base.Add(1100*ms-µs), 1); d2.Allowed {
-				t.Fatalf("Take(at 1.1s-1µs, cost 1) = %+v, want denied", d2)
+			if d.RetryAfter != 100*ms || d.ResetAfter != sec {
+				t.Errorf("Take(at 500ms, cost 1) after emptying at 1s = %+v, want RetryAfter 100ms, ResetAfter 1s", d)
 			}
-			if _, d2, _ := limit.Take(clone(s), l, base.Add(1100*ms), 1); !d2.Allowed {
-				t.Fatalf("Take(at 1.1s, cost 1) = %+v, want allowed", d2)
+			if want := (limit.State{T: now.UnixMicro(), A: 10 * 1_000_000}); !reflect.DeepEqual(next, want) {
+				t.Errorf("Take(at 500ms, cost 1) returned state %+v, want %+v (empty as of 500ms)", next, want)
 			}
-			if d.RetryAfter != 600*ms || d.ResetAfter != 1500*ms {
-				t.Errorf("Take(at 500ms, cost 1) after emptying at 1s = %+v, want RetryAfter 600ms, ResetAfter 1.5s", d)
+			if _, d2, _ := limit.Take(clone(next), l, now.Add(d.RetryAfter-µs), 1); d2.Allowed {
+				t.Errorf("Take(at 500ms+RetryAfter-1µs, cost 1) = %+v, want denied", d2)
 			}
-			if _, d2, _ := limit.Take(clone(s), l, now.Add(d.RetryAfter), 1); !d2.Allowed {
+			if _, d2, _ := limit.Take(clone(next), l, now.Add(d.RetryAfter), 1); !d2.Allowed {
 				t.Errorf("Take(at 500ms+RetryAfter %v, cost 1) = %+v, want allowed", d.RetryAfter, d2)
 			}
 		})
+	}
+}
+
+// TestClockSteppedAnHourDoesNotLockKeysOut is the regression test for issue
+// 10, item 8: with the clock stepped back an hour (or forward an hour and
+// corrected back), a key that had used its limit was denied for about an
+// hour under all five algorithms, the windows reporting a RetryAfter of
+// 30-60s all along. A client that retries after each RetryAfter must now be
+// admitted within one period (two for SlidingWindowCounter) of the step, a
+// period more than a fresh key's worst wait, and each of its waits must be
+// what RetryAfter said.
+func TestClockSteppedAnHourDoesNotLockKeysOut(t *testing.T) {
+	for _, a := range algorithms {
+		l := limit.Limit{Algorithm: a, Rate: 3, Period: time.Minute}
+		bound := 2 * time.Minute // a fresh key's worst wait (a period; a bucket's fill time), plus a period
+		if a == limit.SlidingWindowCounter {
+			bound = 3 * time.Minute // the charged window weighs on the next one
+		}
+		for _, forward := range []bool{false, true} {
+			name := a.String() + "/back"
+			if forward {
+				name = a.String() + "/forward-and-back"
+			}
+			t.Run(name, func(t *testing.T) {
+				var s limit.State
+				used := base.Add(time.Hour + 30*sec)
+				if forward {
+					s = mustTake(t, s, l, base.Add(30*sec), 3)
+				}
+				s = mustTake(t, s, l, used, 3)
+				step := used.Add(-time.Hour + 10*sec)
+				now := step
+				for range 10 {
+					next, d, err := limit.Take(s, l, now, 1)
+					if err != nil {
+						t.Fatal(err)
+					}
+					s = next
+					if d.Allowed {
+						if waited := now.Sub(step); waited > bound {
+							t.Errorf("admitted %v after the step, want within %v", waited, bound)
+						}
+						return
+					}
+					if d.RetryAfter <= 0 || d.RetryAfter > bound {
+						t.Fatalf("Take(at step+%v, cost 1) = %+v, want RetryAfter in (0, %v]", now.Sub(step), d, bound)
+					}
+					now = now.Add(d.RetryAfter)
+				}
+				t.Fatalf("still denied at step+%v after 10 waits of RetryAfter", now.Sub(step))
+			})
+		}
 	}
 }
 

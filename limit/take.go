@@ -34,9 +34,11 @@ func (v *view) commit(s *State, cost int64) {
 
 // Take decides one request of cost units against l at now and returns the
 // new state: the pure transition (state, limit, now, cost) -> (state,
-// decision). A denied request returns s unchanged. Bad input returns an error
-// wrapping ErrInvalidLimit, ErrInvalidCost or ErrCostExceedsLimit and s
-// unchanged.
+// decision). A denied request charges nothing: it returns s unchanged, or,
+// when s lies further in the future of now than a forward clock can explain,
+// s rebased to now (see the package documentation), which a store must keep.
+// Bad input returns an error wrapping ErrInvalidLimit, ErrInvalidCost or
+// ErrCostExceedsLimit and s unchanged.
 func Take(s State, l Limit, now time.Time, cost int64) (State, Decision, error) {
 	sp, err := l.Spec()
 	if err != nil {
@@ -77,7 +79,8 @@ func (sp *Spec) TakeTo(d *Decision, s *State, nowUS, cost int64) {
 }
 
 // TakeAll decides one request of cost units against several limits of one
-// key at once, all or nothing: when any limit denies, no state changes. The
+// key at once, all or nothing: when any limit denies, nothing is charged
+// (a state ahead of now may still be rebased to now, as by Take). The
 // Decision is that of the binding limit, whose index is returned: when denied,
 // the denying limit with the longest RetryAfter; when allowed, the one with
 // the fewest Remaining. Delay is the longest of all the limits' delays.
@@ -174,8 +177,9 @@ func bind(out *Decision, views []view, cost int64, allowed bool) int {
 
 // LeaseSpecs takes up to want units from all the limits at once, as many as
 // every one of them admits now, and charges them. It returns the units
-// granted (0 when any limit is exhausted; nothing is charged then) and the
-// binding decision after the charge.
+// granted (0 when any limit is exhausted; nothing is charged then, though a
+// state ahead of now may be rebased, as by Take) and the binding decision
+// after the charge.
 func LeaseSpecs(states []*State, specs []Spec, nowUS, want int64) (int64, Decision) {
 	var buf [8]view // most requests carry a few limits
 	views := buf[:]
@@ -203,7 +207,11 @@ func LeaseSpecs(states []*State, specs []Spec, nowUS, want int64) (int64, Decisi
 // GiveBackSpecs returns units leased at leaseUS to all the limits, never
 // above their capacity: buckets get the units back; a window gets them back
 // only while the lease's window is still counted; the log removes that many
-// of the oldest events charged at or after leaseUS.
+// of the oldest events in the window charged at or after leaseUS. A state
+// rebased to now because the clock went back (see Take) has moved its count
+// to now's window, or its events to now: a lease taken before the step
+// returns nothing unless its own time lies in now's window (see "Clocks
+// that step" in the package documentation).
 func GiveBackSpecs(states []*State, specs []Spec, nowUS, leaseUS, units int64) {
 	for i, sp := range specs {
 		sp.giveBack(states[i], nowUS, leaseUS, units)

@@ -37,7 +37,18 @@ func (sp Spec) quanta(us int64) int64 {
 	return floorDiv(us, sp.Q)
 }
 
-// look sets v to the view of s at nowUS.
+// twoTo52 and twoTo51 are the modulus of a bucket's Redis form and half of
+// it: the Redis form is F = (t×R + deficit) mod 2^52, read back against the
+// current quantum as a signed difference.
+const (
+	twoTo52 = 1 << 52
+	twoTo51 = 1 << 51
+)
+
+// look sets v to the view of s at nowUS. A state that lies in the future of
+// nowUS by more than a clock going forward can explain (it was stepped
+// back) is rebased to nowUS, in s itself, before it is viewed: see "Clocks
+// that step" in the package documentation. Nothing is charged by that.
 func (v *view) look(sp *Spec, s *State, nowUS int64) {
 	if nowUS < 1 {
 		nowUS = 1 // T == 0 means never charged; the epoch itself counts as 1µs after it
@@ -49,9 +60,6 @@ func (v *view) look(sp *Spec, s *State, nowUS int64) {
 		if s.T == 0 || s.A <= 0 {
 			break
 		}
-		// The deficit may exceed the capacity when the clock went back: the
-		// bucket is then empty, and stays so until the deficit drains below
-		// capacity, which RetryAfter and ResetAfter count from it.
 		tq := sp.quanta(s.T)
 		if v.nq >= tq {
 			// Refilled e*R; compared without dividing, and without
@@ -59,12 +67,26 @@ func (v *view) look(sp *Spec, s *State, nowUS int64) {
 			if hi, lo := bits.Mul64(uint64(v.nq-tq), uint64(sp.R)); hi == 0 && lo < uint64(s.A) {
 				v.d = s.A - int64(lo)
 			}
-		} else if b := tq - v.nq; b >= ceilDiv(maxDeficit-s.A, sp.R) {
-			v.d = maxDeficit
-		} else {
-			v.d = s.A + b*sp.R
+			break
+		}
+		// The clock is behind the last charge: read the deficit as the
+		// Redis form does, modulo 2^52 (the product's low 64 bits suffice),
+		// a difference of 2^51 or more being one below zero: a full bucket.
+		_, lo := bits.Mul64(uint64(tq-v.nq), uint64(sp.R))
+		if x := int64((lo + uint64(s.A)) & (twoTo52 - 1)); x < twoTo51 {
+			v.d = x
+		}
+		// A deficit above the capacity cannot arise while the clock goes
+		// forward: it went back. The bucket is empty as of now, and stored
+		// so, or it would stay empty until the clock caught up.
+		if full := sp.C * sp.P; v.d > full {
+			v.d = full
+			s.T, s.A = nowUS, full
 		}
 	case FixedWindow:
+		if s.T-nowUS > sp.P {
+			s.T = nowUS // more than a period ahead: the count is now's window's
+		}
 		v.now = max(nowUS, s.T)
 		v.nq = v.now
 		v.k = floorDiv(v.now, sp.P)
@@ -72,6 +94,9 @@ func (v *view) look(sp *Spec, s *State, nowUS int64) {
 			v.d = s.A
 		}
 	case SlidingWindowCounter:
+		if s.T-nowUS > sp.P*sp.Q {
+			s.T = nowUS // more than a period ahead: both counts move to now
+		}
 		v.now = max(nowUS, s.T)
 		v.nq = sp.quanta(v.now)
 		v.k = floorDiv(v.nq, sp.P)
@@ -84,6 +109,9 @@ func (v *view) look(sp *Spec, s *State, nowUS int64) {
 			}
 		}
 	case SlidingWindowLog:
+		if n := len(s.Log); n > 0 && s.Log[n-1].T-nowUS > sp.P {
+			rebaseLog(s, nowUS)
+		}
 		if len(s.Log) > 0 {
 			v.now = max(nowUS, s.Log[len(s.Log)-1].T)
 		}
@@ -95,6 +123,25 @@ func (v *view) look(sp *Spec, s *State, nowUS int64) {
 			v.head++
 		}
 	}
+}
+
+// rebaseLog makes the events of s charged after nowUS one event at nowUS,
+// so that they leave the window a period after nowUS.
+func rebaseLog(s *State, nowUS int64) {
+	i := len(s.Log)
+	var n int64
+	for i > 0 && s.Log[i-1].T > nowUS {
+		i--
+		n += s.Log[i].N
+	}
+	if i > 0 && s.Log[i-1].T == nowUS {
+		s.Log[i-1].N += n
+		s.Log = s.Log[:i]
+	} else {
+		s.Log[i] = Event{T: nowUS, N: n}
+		s.Log = s.Log[:i+1]
+	}
+	s.T = nowUS
 }
 
 // avail is how many units the limit admits at the view's instant.

@@ -58,7 +58,8 @@ type heldLease struct {
 
 // runDifferential drives random decisions, leases and give-backs through s
 // and through package limit, and requires identical answers. back allows
-// the clock to step backwards.
+// the clock to step backwards, by a little and by an hour, and forward by
+// an hour.
 func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back bool) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 7))
@@ -72,6 +73,14 @@ func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back
 			now = now.Add(time.Duration(rng.IntN(20)) * time.Second)
 		case x < 10 && back:
 			now = now.Add(-time.Duration(rng.IntN(50_000)) * time.Microsecond)
+		case x < 12 && back:
+			// A step of about an hour either way, as NTP or a failover to
+			// a replica steps a server's clock.
+			step := time.Hour - time.Duration(rng.IntN(1000))*time.Millisecond
+			if rng.IntN(2) == 0 {
+				step = -step
+			}
+			now = now.Add(step)
 		case x < 30:
 			// same microsecond
 		default:
@@ -143,7 +152,9 @@ func TestDifferentialMiniredis(t *testing.T) {
 }
 
 // TestDifferentialRedis does the same on real redis-server, with the clock
-// also stepping backwards.
+// also stepping backwards and by an hour (the test clock never expires a
+// key, as real Redis keeps a key whose expiry the stepped-back clock has
+// not reached).
 func TestDifferentialRedis(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		s, _, c := newReal(t)

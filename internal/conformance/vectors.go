@@ -48,6 +48,8 @@ const Tolerance = time.Millisecond
 const (
 	ms = time.Millisecond
 	s  = time.Second
+	m  = time.Minute
+	h  = time.Hour
 	µs = time.Microsecond
 )
 
@@ -67,8 +69,10 @@ func lim(a limit.Algorithm, rate int64, period time.Duration, burst int64) limit
 
 const maxRate = int64(limit.MaxRate)
 
-// Vectors is the table.
-var Vectors = []Vector{
+// Vectors is the table: the basic vectors, then those of clock steps.
+var Vectors = append(basic[:len(basic):len(basic)], clockSteps...)
+
+var basic = []Vector{
 	{
 		Name:   "TokenBucket/basic",
 		Limits: []limit.Limit{limit.PerSecond(10)},
@@ -94,10 +98,12 @@ var Vectors = []Vector{
 			{900 * ms, 1, ok(3, 700*ms)},
 			{s, 1, ok(3, 700*ms)},
 			{s, 3, ok(0, s)},
-			// 500ms earlier than the last charge the bucket was "more than
-			// empty": denied until the deficit drains below capacity at 1.1s.
-			{500 * ms, 1, deny(0, 600*ms, 1500*ms)},
-			{1100 * ms, 1, ok(0, s)},
+			// 500ms earlier than the last charge the bucket would be "more
+			// than empty": the clock went back, and the bucket is empty as
+			// of now (and stored so), refilling from 500ms.
+			{500 * ms, 1, deny(0, 100*ms, s)},
+			{600 * ms, 1, ok(0, s)},
+			{1100 * ms, 1, ok(4, 600*ms)},
 		},
 	},
 	{

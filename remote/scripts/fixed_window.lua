@@ -1,5 +1,7 @@
 -- FixedWindow: "T:count", T the time of the last charge; the key expires
--- at the end of T's window.
+-- at the end of T's window. A T ahead of the clock by at most a period
+-- counts as no time passed; further ahead (the clock went back), the count
+-- is now's window's, and is stored so (package limit, look).
 local FW = {}
 
 function FW.look(key, sp, raw)
@@ -14,11 +16,18 @@ function FW.look(key, sp, raw)
       n = tonumber(b)
     end
   end
+  local rebase = t - raw > sp.p
+  if rebase then
+    t = raw
+  end
   v.now = mmax(raw, t)
   v.nq = v.now
   v.k = fdiv(v.now, sp.p)
   if t ~= 0 and fdiv(t, sp.p) == v.k then
     v.d = n
+  end
+  if rebase then
+    FW.store(v, n)
   end
   return v
 end

@@ -1,6 +1,8 @@
 -- SlidingWindowCounter: "T:current:previous", T the time of the last
 -- charge; the estimate is compared exactly, multiplied out by the period.
--- The key expires at the end of the window after T's.
+-- The key expires at the end of the window after T's. A T ahead of the
+-- clock by at most a period counts as no time passed; further ahead (the
+-- clock went back), T becomes now, both counts kept, and is stored so.
 local SWC = {}
 
 function SWC.look(key, sp, raw)
@@ -17,6 +19,10 @@ function SWC.look(key, sp, raw)
       b = tonumber(z)
     end
   end
+  local rebase = t - raw > sp.p * sp.q
+  if rebase then
+    t = raw
+  end
   v.now = mmax(raw, t)
   v.nq = fdiv(v.now, sp.q)
   v.k = fdiv(v.nq, sp.p)
@@ -28,6 +34,9 @@ function SWC.look(key, sp, raw)
     elseif tk == v.k - 1 then
       v.prev = a
     end
+  end
+  if rebase then
+    SWC.store(v, a, b)
   end
   return v
 end

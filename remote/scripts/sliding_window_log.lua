@@ -2,8 +2,43 @@
 -- one member per unit, named "<microsecond>-<sequence>" so that events of
 -- one microsecond stay distinct. The key expires with its newest event.
 -- The events in (now-P, now] count; those that left it are removed when
--- the key is next charged, as package limit drops them from its log.
+-- the key is next charged, as package limit drops them from its log. A
+-- newest event ahead of the clock by at most a period counts as no time
+-- passed; further ahead (the clock went back), the events after now become
+-- events at now, and leave a period after now (package limit, look).
 local SWL = {}
+
+-- Add n events at ts, numbered from seq.
+local function swl_add(key, ts, seq, n)
+  local batch = {}
+  for i = 0, n - 1 do
+    batch[#batch + 1] = ts
+    batch[#batch + 1] = ts .. '-' .. sformat('%05d', seq + i)
+    if #batch >= 1000 then
+      rcall('ZADD', key, unpack(batch))
+      batch = {}
+    end
+  end
+  if #batch > 0 then
+    rcall('ZADD', key, unpack(batch))
+  end
+end
+
+-- Move the events after now to now, numbered after those already there.
+local function swl_rebase(v)
+  local key, ts = v.key, str(v.raw)
+  local moved = rcall('ZCOUNT', key, '(' .. ts, '+inf')
+  rcall('ZREMRANGEBYSCORE', key, '(' .. ts, '+inf')
+  local seq = -1
+  local at = rcall('ZREVRANGEBYSCORE', key, ts, ts, 'LIMIT', 0, 1)
+  if #at == 1 then
+    seq = tonumber(smatch(at[1], '%-(%d+)$')) or 0
+  end
+  swl_add(key, ts, seq + 1, moved)
+  v.newest = v.raw
+  v.seq = seq + moved
+  rcall('PEXPIRE', key, ttl_ms(v.raw + v.sp.p, v.raw))
+end
 
 function SWL.look(key, sp, raw)
   local v = {sp = sp, key = key, raw = raw, now = raw, newest = -1, seq = -1}
@@ -11,7 +46,9 @@ function SWL.look(key, sp, raw)
   if #last == 2 then
     v.newest = tonumber(last[2])
     v.seq = tonumber(smatch(last[1], '%-(%d+)$')) or 0
-    if v.newest > raw then
+    if v.newest - raw > sp.p then
+      swl_rebase(v)
+    elseif v.newest > raw then
       v.now = v.newest
     end
   end
@@ -60,19 +97,7 @@ function SWL.commit(v, cost)
     seq = v.seq + 1
   end
   rcall('ZREMRANGEBYSCORE', v.key, '-inf', str(v.now - v.sp.p))
-  local ts = str(v.now)
-  local batch = {}
-  for i = 0, cost - 1 do
-    batch[#batch + 1] = ts
-    batch[#batch + 1] = ts .. '-' .. sformat('%05d', seq + i)
-    if #batch >= 1000 then
-      rcall('ZADD', v.key, unpack(batch))
-      batch = {}
-    end
-  end
-  if #batch > 0 then
-    rcall('ZADD', v.key, unpack(batch))
-  end
+  swl_add(v.key, str(v.now), seq, cost)
   rcall('PEXPIRE', v.key, ttl_ms(v.now + v.sp.p, v.raw))
 end
 

@@ -5,7 +5,10 @@
 local TB = {}
 
 -- The deficit a stored state s (or nil) holds at the quantum whose base
--- (nq*R mod 2^52) is given.
+-- (nq*R mod 2^52) is given. Above the capacity when the clock went back,
+-- which a forward clock cannot produce: the caller then makes the bucket
+-- empty as of now, and stores it so, or it would stay empty until the
+-- clock caught up (package limit, look).
 local function tb_deficit(s, base)
   if not s then
     return 0
@@ -14,7 +17,6 @@ local function tb_deficit(s, base)
   if diff >= TWO51 then
     diff = diff - TWO52
   end
-  -- Above the capacity when the clock went back: empty until it drains.
   if diff < 0 then
     return 0
   end
@@ -25,6 +27,10 @@ function TB.look(key, sp, raw)
   local nq = fdiv(raw, sp.q)
   local v = {sp = sp, key = key, raw = raw, now = raw, nq = nq, d = 0, base = modmul(nq, sp.r)}
   v.d = tb_deficit(rcall('GET', key), v.base)
+  if v.d > sp.c * sp.p then
+    v.d = sp.c * sp.p
+    TB.store(v, v.d)
+  end
   return v
 end
 
@@ -39,6 +45,11 @@ function TB.take(key, sp, raw, cost)
   local d = tb_deficit(rcall('GET', key), base)
   local full, need = sp.c * p, cost * p
   if d + need > full then
+    if d > full then
+      -- The clock went back (tb_deficit): empty as of now.
+      d = full
+      rcall('SET', key, str(mod52(base + full)), 'PX', ttl_ms((nq + cdiv(full, r)) * q, raw))
+    end
     return 0, mmax(fdiv(full - d, p), 0), mmax((nq + cdiv(d + need - full, r)) * q - raw, 0),
       mmax((nq + cdiv(d, r)) * q - raw, 0)
   end
