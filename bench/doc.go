@@ -1,11 +1,12 @@
 // Command bench shows what hybridlimit does better than the per-request
 // Redis design, go-redis/redis_rate, on the same Redis nodes in the same
 // run, helps choose a lease size, and shows what happens while a node is
-// killed, paused or restarted:
+// killed, paused, restarted, slow or flapping:
 //
 //	go run ./bench                      # the comparison table, about 30 s
 //	go run ./bench -sweep lease         # lease tuning: table and lease-sweep.svg
 //	go run ./bench -fault kill          # fault timeline: table and fault-timeline.svg
+//	go run ./bench -fault slow          # the same while one node's replies take 25ms
 //
 // # Nodes
 //
@@ -120,16 +121,19 @@
 // "bound" dashed (100% + bound: where admitted/ideal could at most be).
 // -lease-fraction cannot be given with -sweep.
 //
-// # Fault timeline: -fault kill|pause|restart
+// # Fault timeline: -fault kill|pause|restart|slow|flap
 //
 // Embedded nodes only: with -nodes it is a usage error. Half the
 // goroutines send requests for 6 hot keys (within their limit, served
 // from leases), the other half for Zipf keys, through -instances
-// Limiters, for -duration in all (default 12s here). One request per hot
-// key, before the load starts, finds which node owns which (the node
-// whose Stats().Nodes[].Calls moved); the node owning the most hot keys is
-// the victim. At a third of -duration
-// bench
+// Limiters, for -duration in all (default 12s here). The node owning the
+// most hot keys is the victim: bench reads which node owns which key from
+// a ring built as hybrid builds its own (shard.New with its default
+// Config over the node names), and checks it against the Limiters before
+// the load starts: one request per hot key, and the node whose
+// Stats().Nodes[].Calls moved must be the ring's. The ring also tells
+// which Zipf keys are the victim's, for the victim's columns below. At a
+// third of -duration bench
 //
 //   - kill: kills it (SIGKILL; miniredis: Close); it stays down;
 //   - pause: freezes it with SIGSTOP and resumes it with SIGCONT at two
@@ -139,20 +143,53 @@
 //     connections are refused rather than hanging;
 //   - restart: kills it and starts a fresh, empty redis-server on the
 //     same port (miniredis: Close, Restart, FLUSHALL and SCRIPT FLUSH),
-//     as a failover to an empty replica would.
+//     as a failover to an empty replica would;
+//   - slow: delays every reply of the node by half the Limiter's Timeout
+//     (25ms, hybrid.DefaultTimeout being 50ms), ± 20 % drawn per chunk
+//     of reply, until two thirds: a node that is slow but answers within
+//     Timeout, whose keys should stay remote and whose breaker should
+//     never open. The slow part is the middle third, as for pause, so
+//     that the timeline shows the node before, during and after;
+//   - flap: takes the path to the node down and up until two thirds,
+//     each state lasting 100–300ms (drawn from a fixed seed, so every run
+//     flaps alike), then leaves it up. Down, every connection is reset and
+//     new ones are refused; the node itself runs on.
+//
+// slow and flap act through a TCP proxy on a loopback port in front of
+// the victim (bench/proxy.go): every instance's client for that node dials
+// the proxy from the start of the run (the node keeps its name, so keys
+// are placed as without it); the other nodes are dialled directly. The
+// proxy delays replies in order (a chunk never overtakes the one before)
+// and passes requests at once; it is stopped when the run ends. It costs
+// the victim something even before the fault: about 40µs per round trip
+// on an idle machine (BenchmarkProxyRoundTrip), and more on a busy one,
+// where each of its goroutines' hops waits for a processor, so that the
+// victim's p99 before the fault is above the others'.
 //
 // It prints a row per -interval (default 1s): decisions/s, then by
 // Source, errors returned to callers (always 0 for hybridlimit, which
 // answers Redis failures in process; any non-nil error counts), p99,
-// how many instances had the victim's breaker open or half-open, and what
-// happened in the row. A summary follows: the fault, the errors, how long
-// until every instance's breaker was open, and how long after the node
-// came back until every breaker was closed again. The chart
-// fault-timeline.svg, in -out, has decisions/s by Source over time (log
-// scale, 0 drawn at 1; "all" dashed) with the fault and the node's return
-// marked, and p99 over time below. go-redis's own log of refused dials is
-// turned off during the run.
+// how many instances had the victim's breaker open or half-open, the
+// breaker's openings and closings in the row (summed over instances),
+// the share of the decisions for the victim's keys answered by the
+// failure mode ("victim fm"), the p99 of the victim's answers from Redis
+// ("victim p99") and of the other nodes' ("others p99"), and what
+// happened in the row (a label repeated in the row is written once with
+// its count: "down ×2"). A summary follows: the fault, the errors, the
+// share of the victim's decisions answered by the failure mode from the
+// fault to the node's return, how long until every instance's breaker was
+// open and how often it opened, and how long after the node came back
+// until every breaker was closed again. The chart fault-timeline.svg, in
+// -out, has decisions/s by Source over time (log scale, 0 drawn at 1;
+// "all" dashed) with the fault and the node's return marked, and below it
+// p99 over time, with the p99 of the victim's answers from Redis. go-redis's
+// own log of refused dials is turned off during the run.
 //
+// Latency is timed on one call in 8 for p99, and on every call of the
+// Zipf half for the victim's and the others' answers from Redis (a few
+// in a thousand of the decisions), from the caller's side: on a machine
+// whose processors are all busy it includes the wait for one.
+
 // # Flags
 //
 //	-nodes URLs           existing nodes instead of embedded ones (see Nodes)
@@ -173,7 +210,7 @@
 //	-lease-fraction F     hybrid Lease.MaxFraction in [0, 1]; 0 turns leases off
 //	                      (default 0.01); leaky-bucket limits are never leased
 //	-sweep lease          lease tuning (see above)
-//	-fault K              kill, pause or restart (see above)
+//	-fault K              kill, pause, restart, slow or flap (see above)
 //	-interval D           with -fault, the width of a timeline row (default 1s,
 //	                      at least 10ms, at most 300 rows)
 //	-out DIR              where lease-sweep.svg and fault-timeline.svg go
@@ -228,43 +265,79 @@
 // With -fault, one "second" object per timeline row, then one "fault"
 // object. A "second" object:
 //
-//	type                string           "second"
-//	fault               string           "kill", "pause" or "restart"
-//	t_s                 number           start of the row, seconds since the load began
-//	interval_s          number           width of a row (-interval), in seconds
-//	decisions           integer          decisions made in the row
-//	decisions_per_sec   number           decisions / the row's width (the last row
-//	                                     may be cut short by the end of the run)
-//	sources             object           decisions in the row by source name
-//	errors              integer          decisions in the row that returned an error
-//	p99_us              number           p99 latency in the row, microseconds
-//	degraded_instances  integer          most instances seen in the row with the
-//	                                     victim's breaker open or half-open
-//	events              array of string  what the injector did in the row, for
-//	                                     example "kill 127.0.0.1:40001"; may be empty
+//	type                        string           "second"
+//	fault                       string           "kill", "pause", "restart", "slow" or "flap"
+//	t_s                         number           start of the row, seconds since the load began
+//	interval_s                  number           width of a row (-interval), in seconds
+//	decisions                   integer          decisions made in the row
+//	decisions_per_sec           number           decisions / the row's width (the last row
+//	                                             may be cut short by the end of the run)
+//	sources                     object           decisions in the row by source name
+//	errors                      integer          decisions in the row that returned an error
+//	p99_us                      number           p99 latency in the row, microseconds
+//	degraded_instances          integer          most instances seen in the row with the
+//	                                             victim's breaker open or half-open
+//	breaker_opened              integer          times the victim's breaker opened in the
+//	                                             row, summed over instances (exact:
+//	                                             Stats().Nodes[].Opened)
+//	breaker_closed              integer          times it was seen closed again: open or
+//	                                             half-open at one sample (every 20 ms and
+//	                                             at each row's start), closed at the next
+//	victim_decisions            integer          decisions in the row for the victim's keys
+//	victim_sources              object           those decisions by source name
+//	victim_failure_mode         integer          those answered by the failure mode
+//	                                             (fallback, fail-open or fail-closed)
+//	victim_failure_pct          number           100 × victim_failure_mode / victim_decisions;
+//	                                             0 when there were none
+//	victim_reasons              object           the failure mode's answers for the victim's
+//	                                             keys in the row by hybrid.Reason name
+//	                                             ("breaker-open", "timeout", "transport",
+//	                                             "queued", ...), summed over instances from
+//	                                             Stats().Nodes[].Undecided at the samples
+//	victim_remote_p99_us        number           p99 latency of the victim's answers from
+//	                                             Redis (SourceRemote) in the row, µs; 0: none
+//	others_remote_p99_us        number           the same for the other nodes' keys
+//	events                      array of string  what the injector did in the row, for
+//	                                             example "kill 127.0.0.1:40001", or "down"
+//	                                             and "up" for each flap; may be empty
 //
 // The "fault" object:
 //
-//	type                string           "fault"
-//	fault               string           "kill", "pause" or "restart"
-//	node                string           the victim's address
-//	nodes               string           "redis-server 7.0.15" or "miniredis"
-//	hot_keys            array of string  the hot keys the victim owns ("hot:3")
-//	instances           integer          hybrid.Limiter instances
-//	concurrency         integer          goroutines
-//	seconds             number           wall time of the run
-//	fault_at_s          number           when the fault was injected
-//	back_at_s           number or null   when the node answered again (resumed,
-//	                                     or the new process up); null for kill
-//	degraded_after_ms   number or null   from the fault until every instance had
-//	                                     the breaker open or half-open (sampled
-//	                                     every 20 ms); null if that never happened
-//	recovered_after_ms  number or null   from back_at_s until no instance had it
-//	                                     open any more, for the rest of the run;
-//	                                     null for kill or if not within the run
-//	decisions           integer          decisions made in the run
-//	errors              integer          decisions that returned an error: 0
-//	sources             object           decisions by source name
+//	type                        string           "fault"
+//	fault                       string           "kill", "pause", "restart", "slow" or "flap"
+//	node                        string           the victim's address
+//	nodes                       string           "redis-server 7.0.15" or "miniredis"
+//	hot_keys                    array of string  the hot keys the victim owns ("hot:3")
+//	instances                   integer          hybrid.Limiter instances
+//	concurrency                 integer          goroutines
+//	seconds                     number           wall time of the run
+//	fault_at_s                  number           when the fault was injected
+//	back_at_s                   number or null   when the node answered again (resumed,
+//	                                             the new process up, replies fast again,
+//	                                             the path up for good); null for kill
+//	slow_ms                     number or null   slow: the mean delay added to each reply,
+//	                                             in ms; null for the other faults
+//	flaps                       integer          flap: how many times the path went down;
+//	                                             0 for the other faults
+//	degraded_after_ms           number or null   from the fault until every instance had
+//	                                             the breaker open or half-open (sampled
+//	                                             every 20 ms); null if that never happened
+//	recovered_after_ms          number or null   from back_at_s until no instance had it
+//	                                             open any more, for the rest of the run;
+//	                                             null for kill or if not within the run
+//	breaker_opened              integer          times the victim's breaker opened in the
+//	                                             run, summed over instances
+//	decisions                   integer          decisions made in the run
+//	errors                      integer          decisions that returned an error: 0
+//	sources                     object           decisions by source name
+//	victim_decisions            integer          decisions for the victim's keys in the run
+//	victim_failure_mode         integer          those answered by the failure mode
+//	fault_victim_failure_pct    number           100 × failure-mode answers / decisions
+//	                                             for the victim's keys, in the rows from
+//	                                             the fault's to the one before the node's
+//	                                             return (to the end for kill)
+//	fault_victim_remote_p99_us  number           p99 latency of the victim's answers from
+//	                                             Redis in those rows, µs; 0: none
 //
 // # Exit status
 //

@@ -21,6 +21,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
+	"github.com/hybridlimit/hybridlimit/shard"
 )
 
 // faultChart is the file -fault writes in -out.
@@ -52,27 +53,43 @@ type second struct {
 	Errors          int64            `json:"errors"`
 	P99us           float64          `json:"p99_us"`
 	Degraded        int              `json:"degraded_instances"`
+	Opened          int64            `json:"breaker_opened"`
+	Closed          int64            `json:"breaker_closed"`
+	VictimDecisions int64            `json:"victim_decisions"`
+	VictimSources   map[string]int64 `json:"victim_sources"`
+	VictimFailed    int64            `json:"victim_failure_mode"`
+	VictimFailedPct float64          `json:"victim_failure_pct"`
+	VictimReasons   map[string]int64 `json:"victim_reasons"`
+	VictimP99us     float64          `json:"victim_remote_p99_us"`
+	OthersP99us     float64          `json:"others_remote_p99_us"`
 	Events          []string         `json:"events"`
 }
 
 // faultSummary is the last line of a fault run. Its JSON form is
 // documented in doc.go.
 type faultSummary struct {
-	Type        string           `json:"type"`
-	Fault       string           `json:"fault"`
-	Node        string           `json:"node"`
-	Nodes       string           `json:"nodes"`
-	HotKeys     []string         `json:"hot_keys"`
-	Instances   int              `json:"instances"`
-	Concurrency int              `json:"concurrency"`
-	Seconds     float64          `json:"seconds"`
-	FaultAt     float64          `json:"fault_at_s"`
-	BackAt      *float64         `json:"back_at_s"`
-	DegradedMs  *float64         `json:"degraded_after_ms"`
-	RecoveredMs *float64         `json:"recovered_after_ms"`
-	Decisions   int64            `json:"decisions"`
-	Errors      int64            `json:"errors"`
-	Sources     map[string]int64 `json:"sources"`
+	Type             string           `json:"type"`
+	Fault            string           `json:"fault"`
+	Node             string           `json:"node"`
+	Nodes            string           `json:"nodes"`
+	HotKeys          []string         `json:"hot_keys"`
+	Instances        int              `json:"instances"`
+	Concurrency      int              `json:"concurrency"`
+	Seconds          float64          `json:"seconds"`
+	FaultAt          float64          `json:"fault_at_s"`
+	BackAt           *float64         `json:"back_at_s"`
+	SlowMs           *float64         `json:"slow_ms"`
+	Flaps            int              `json:"flaps"`
+	DegradedMs       *float64         `json:"degraded_after_ms"`
+	RecoveredMs      *float64         `json:"recovered_after_ms"`
+	Opened           int64            `json:"breaker_opened"`
+	Decisions        int64            `json:"decisions"`
+	Errors           int64            `json:"errors"`
+	Sources          map[string]int64 `json:"sources"`
+	VictimDecisions  int64            `json:"victim_decisions"`
+	VictimFailed     int64            `json:"victim_failure_mode"`
+	FaultVictimPct   float64          `json:"fault_victim_failure_pct"`
+	FaultVictimP99us float64          `json:"fault_victim_remote_p99_us"`
 }
 
 // faultRow is what one goroutine counted in one row of the timeline.
@@ -80,6 +97,17 @@ type faultRow struct {
 	decisions, errors int64
 	sources           [numSources]int64
 	latency           hist
+	// Decisions for keys of the victim, by source, and the latency of
+	// those answered by Redis; the latency of the other nodes' answers
+	// from Redis (nil until the first).
+	victim                      int64
+	victimSources               [numSources]int64
+	victimLatency, otherLatency *hist
+}
+
+// failureMode reports whether src is an answer of the failure mode.
+func failureMode(src hybrid.Source) bool {
+	return src == hybrid.SourceFallback || src == hybrid.SourceFailOpen || src == hybrid.SourceFailClosed
 }
 
 // sample is how many instances had the faulted node's breaker not closed
@@ -128,18 +156,61 @@ func breakerTimes(samples []sample, faultAt time.Duration, backAt *float64, inst
 	return degraded, recovered
 }
 
-// event is something the fault injector did, at a time since the start.
-type event struct {
-	at    time.Duration
-	label string
-	back  bool // the node answers again from here
+// breakerWatch follows the victim's counters in every instance from one
+// sample to the next: breaker openings (exact, NodeStats.Opened), closings
+// (seen: an instance's breaker not closed at one sample and closed at the
+// next; one that closes and opens again between two samples is not seen
+// closing), and the failure mode's answers by Reason.
+type breakerWatch struct {
+	name      string
+	opened    []int64
+	undecided []map[hybrid.Reason]int64
+	degraded  []bool
+}
+
+// watchStep is what a sample of breakerWatch found.
+type watchStep struct {
+	degraded       int // instances with the breaker not closed now
+	opened, closed int64
+	reasons        map[hybrid.Reason]int64
+}
+
+func newBreakerWatch(h *hybridSystem, name string) *breakerWatch {
+	w := &breakerWatch{name: name}
+	for _, nd := range h.nodeStats(name) {
+		w.opened = append(w.opened, nd.Opened)
+		w.undecided = append(w.undecided, nd.Undecided)
+		w.degraded = append(w.degraded, nd.Degraded)
+	}
+	return w
+}
+
+// sample reads the counters now and returns what changed since the last
+// sample.
+func (w *breakerWatch) sample(h *hybridSystem) watchStep {
+	st := watchStep{reasons: map[hybrid.Reason]int64{}}
+	for i, nd := range h.nodeStats(w.name) {
+		if nd.Degraded {
+			st.degraded++
+		} else if w.degraded[i] {
+			st.closed++
+		}
+		st.opened += nd.Opened - w.opened[i]
+		for r, n := range nd.Undecided {
+			if d := n - w.undecided[i][r]; d > 0 {
+				st.reasons[r] += d
+			}
+		}
+		w.opened[i], w.undecided[i], w.degraded[i] = nd.Opened, nd.Undecided, nd.Degraded
+	}
+	return st
 }
 
 // runFault drives a mix of hot keys (half the goroutines) and Zipf keys
 // (the other half) through -instances Limiters for -duration; at a third
-// of it, it kills, pauses or restarts the embedded node that owns the
-// most hot keys (a paused node is resumed at two thirds). It prints the
-// timeline, a summary, and writes the chart.
+// of it, it kills, pauses, restarts, slows or flaps the embedded node that
+// owns the most hot keys (pause, slow and flap end at two thirds). It
+// prints the timeline, a summary, and writes the chart.
 func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	s := e.s
 	// go-redis logs every refused dial to the faulted node on stderr; the
@@ -151,20 +222,73 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	if err := e.cl.flush(ctx); err != nil {
 		return err
 	}
-	h, err := newHybrid(e.cl, s.instances, s.leaseFraction, e.log)
+
+	// The victim is known before the Limiters are built, from the ring
+	// they will use, so that their clients for it can dial the proxy from
+	// the start. locateHotKeys checks the ring against the Limiters.
+	hot := hotKeys()
+	hotLimit, zipfLimit := s.workloadLimit("hot"), s.workloadLimit("zipf")
+	zipfW := newWorkload("zipf", s)
+	ring, err := shard.New(shard.Config{}, e.cl.names...)
+	if err != nil {
+		return fmt.Errorf("bench: ring: %w", err)
+	}
+	index := map[string]int{}
+	for i, n := range e.cl.names {
+		index[n] = i
+	}
+	owner := func(key string) int {
+		name, _ := ring.Locate(key)
+		return index[name]
+	}
+	hotOwner := make([]int, len(hot))
+	perNode := make([]int, len(e.cl.names))
+	for i, k := range hot {
+		hotOwner[i] = owner(k)
+		perNode[hotOwner[i]]++
+	}
+	victim := 0
+	for i := range perNode {
+		if perNode[i] > perNode[victim] {
+			victim = i
+		}
+	}
+	victimName := e.cl.names[victim]
+
+	var via []string
+	var px *proxy
+	if viaProxy(s.fault) {
+		px, err = newProxy(e.cl.opts[victim].Addr, faultSeed)
+		if err != nil {
+			return fmt.Errorf("bench: proxy for %s: %w", victimName, err)
+		}
+		defer px.close() // after the Limiters and their clients
+		via = make([]string, len(e.cl.names))
+		via[victim] = px.addr()
+	}
+	h, err := newHybrid(e.cl, s.instances, s.leaseFraction, e.log, via)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, h.close()) }()
-
-	hot := hotKeys()
-	hotLimit, zipfLimit := s.workloadLimit("hot"), s.workloadLimit("zipf")
-	zipfW := newWorkload("zipf", s)
-	victim, owned, err := locateHotKeys(ctx, e.cl, h, hot, hotLimit)
+	seen, err := locateHotKeys(ctx, e.cl, h, hot, hotLimit)
 	if err != nil {
 		return err
 	}
-	victimName := e.cl.names[victim]
+	var owned []string
+	victimHot := make([]bool, len(hot))
+	for i, k := range hot {
+		if seen[i] != hotOwner[i] {
+			return fmt.Errorf("bench: hybrid sent %s to node %d, shard.New(shard.Config{}) places it on node %d: bench cannot tell the victim's keys", k, seen[i], hotOwner[i])
+		}
+		if victimHot[i] = hotOwner[i] == victim; victimHot[i] {
+			owned = append(owned, strings.TrimPrefix(k, keyPrefix()))
+		}
+	}
+	victimZipf := make([]bool, len(zipfW.keys))
+	for i, k := range zipfW.keys {
+		victimZipf[i] = owner(k) == victim
+	}
 	e.prog.describe("-fault " + s.fault + " " + victimName)
 
 	faultAt := s.duration / 3
@@ -173,6 +297,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	rows := make([][]faultRow, s.concurrency)
 	var cur atomic.Int64 // the row being counted
 	perG := max(1, maxDecisions/s.concurrency)
+	watch := newBreakerWatch(h, victimName)
 
 	runCtx, cancel := context.WithTimeout(ctx, s.duration)
 	defer cancel()
@@ -194,27 +319,52 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 					default:
 					}
 				}
-				key, l := hot[(g/2+i)%len(hot)], hotLimit
+				k := (g/2 + i) % len(hot)
+				key, l, mine := hot[k], hotLimit, victimHot[k]
 				if p != nil {
-					key, l = zipfW.keys[p.next()], zipfLimit
+					k = p.next()
+					key, l, mine = zipfW.keys[k], zipfLimit, victimZipf[k]
 				}
 				row := &rows[g][cur.Load()]
+				lim := h.lims[(g+i)%len(h.lims)]
+				// One call in 8 is timed for p99, and on the Zipf side
+				// every call, so that the latency of the answers from
+				// Redis, a few in a thousand, is read from enough of them.
 				var r hybrid.Result
 				var err error
-				if i%8 == 0 {
+				if sampled := i%8 == 0; sampled || p != nil {
 					t0 := time.Now()
-					r, err = h.lims[(g+i)%len(h.lims)].Allow(ctx, key, l)
-					row.latency.add(time.Since(t0))
+					r, err = lim.Allow(ctx, key, l)
+					d := time.Since(t0)
+					if sampled {
+						row.latency.add(d)
+					}
+					if err == nil && r.Source == hybrid.SourceRemote {
+						into := &row.otherLatency
+						if mine {
+							into = &row.victimLatency
+						}
+						if *into == nil {
+							*into = new(hist)
+						}
+						(*into).add(d)
+					}
 				} else {
-					r, err = h.lims[(g+i)%len(h.lims)].Allow(ctx, key, l)
+					r, err = lim.Allow(ctx, key, l)
 				}
 				row.decisions++
+				if mine {
+					row.victim++
+				}
 				if err != nil {
 					row.errors++
 					continue
 				}
 				if int(r.Source) < numSources {
 					row.sources[r.Source]++
+					if mine {
+						row.victimSources[r.Source]++
+					}
 				}
 			}
 		})
@@ -222,28 +372,33 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
-	// The injector sleeps until the fault, injects it and, for pause,
-	// resumes the node later. It never outlives runFault: its sleeps end
-	// with the run.
-	var evMu sync.Mutex
-	var events []event
-	record := func(label string, back bool) {
-		evMu.Lock()
-		events = append(events, event{at: time.Since(start), label: label, back: back})
-		evMu.Unlock()
-	}
+	in := &injector{cl: e.cl, px: px, fault: s.fault, victim: victim, start: start, faultAt: faultAt, backAt: backAt}
 	injected := make(chan error, 1)
-	go func() {
-		injected <- inject(runCtx, e.cl, s.fault, victim, start, faultAt, backAt, record)
-	}()
+	go func() { injected <- in.run(runCtx) }()
 
-	// Count rows by time, sample the breakers of the faulted node.
+	// Count rows by time; sample the victim's breakers every sampleEvery
+	// and at each new row, so that what changed is put in its row.
 	fine := min(s.interval/10, sampleEvery)
 	tick := time.NewTicker(fine)
-	degraded := make([]int, nRows)
+	steps := make([]watchStep, nRows)
+	for r := range steps {
+		steps[r].reasons = map[hybrid.Reason]int64{}
+	}
 	var samples []sample
 	var lastSample time.Duration
+	var lastRow int64
 	last := start
+	note := func(el time.Duration, row, into int64) {
+		lastSample = el
+		st := watch.sample(h)
+		steps[row].degraded = max(steps[row].degraded, st.degraded)
+		steps[into].opened += st.opened
+		steps[into].closed += st.closed
+		for r, n := range st.reasons {
+			steps[into].reasons[r] += n
+		}
+		samples = append(samples, sample{at: el, degraded: st.degraded})
+	}
 	for waiting := true; waiting; {
 		select {
 		case <-done:
@@ -252,18 +407,19 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 			el := now.Sub(start)
 			row := min(int64(el/s.interval), int64(nRows-1))
 			cur.Store(row)
-			if el-lastSample >= sampleEvery {
-				lastSample = el
-				d := h.degraded(victimName)
-				degraded[row] = max(degraded[row], d)
-				samples = append(samples, sample{at: el, degraded: d})
+			if el-lastSample >= sampleEvery || row != lastRow {
+				// What changed since the last sample happened in the row
+				// of that sample.
+				note(el, row, lastRow)
 			}
+			lastRow = row
 			e.prog.add(now.Sub(last))
 			last = now
 		}
 	}
 	tick.Stop()
 	elapsed := time.Since(start)
+	note(elapsed, lastRow, lastRow)
 	cancel()
 	injErr := <-injected
 	if ctx.Err() != nil {
@@ -272,11 +428,19 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	if injErr != nil {
 		return fmt.Errorf("bench: -fault %s on %s: %w", s.fault, victimName, injErr)
 	}
+	events, flaps := in.done()
 
 	sum := faultSummary{
 		Type: "fault", Fault: s.fault, Node: victimName, Nodes: e.cl.kind, HotKeys: owned,
 		Instances: s.instances, Concurrency: s.concurrency, Seconds: elapsed.Seconds(),
-		FaultAt: faultAt.Seconds(), Sources: map[string]int64{},
+		FaultAt: faultAt.Seconds(), Flaps: flaps, Sources: map[string]int64{},
+	}
+	if owned == nil {
+		sum.HotKeys = []string{}
+	}
+	if s.fault == "slow" {
+		v := float64(slowDelay()) / float64(time.Millisecond)
+		sum.SlowMs = &v
 	}
 	var faultTime time.Duration = -1
 	for _, ev := range events {
@@ -291,28 +455,65 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	}
 	sum.DegradedMs, sum.RecoveredMs = breakerTimes(samples, faultTime, sum.BackAt, s.instances)
 
+	// The fault's rows: from the one it was injected in to the one before
+	// the node's return (to the end for kill).
+	winFrom, winTo := nRows, nRows
+	if faultTime >= 0 {
+		winFrom = min(int(faultTime/s.interval), nRows-1)
+		if sum.BackAt != nil {
+			winTo = min(max(int(*sum.BackAt/s.interval.Seconds()), winFrom+1), nRows)
+		}
+	}
+	var winVictim, winFailed int64
+	var winLat hist
+
 	timeline := make([]second, nRows)
 	for r := range timeline {
 		rowStart := time.Duration(r) * s.interval
 		width := min(s.interval, elapsed-rowStart)
+		st := steps[r]
 		t := second{Type: "second", Fault: s.fault, T: rowStart.Seconds(), Interval: s.interval.Seconds(),
-			Sources: map[string]int64{}, Degraded: degraded[r], Events: []string{}}
-		var lat hist
+			Sources: map[string]int64{}, Degraded: st.degraded, Opened: st.opened, Closed: st.closed,
+			VictimSources: map[string]int64{}, VictimReasons: map[string]int64{}, Events: []string{}}
+		for why, n := range st.reasons {
+			t.VictimReasons[why.String()] = n
+		}
+		var lat, vlat, olat hist
 		for g := range rows {
 			fr := &rows[g][r]
 			t.Decisions += fr.decisions
 			t.Errors += fr.errors
+			t.VictimDecisions += fr.victim
 			for src, n := range fr.sources {
 				if n > 0 {
 					t.Sources[hybrid.Source(src).String()] += n
 				}
 			}
+			for src, n := range fr.victimSources {
+				if n > 0 {
+					t.VictimSources[hybrid.Source(src).String()] += n
+				}
+				if failureMode(hybrid.Source(src)) {
+					t.VictimFailed += n
+				}
+			}
 			lat.merge(&fr.latency)
+			if fr.victimLatency != nil {
+				vlat.merge(fr.victimLatency)
+			}
+			if fr.otherLatency != nil {
+				olat.merge(fr.otherLatency)
+			}
 		}
 		if width > 0 {
 			t.DecisionsPerSec = float64(t.Decisions) / width.Seconds()
 		}
+		if t.VictimDecisions > 0 {
+			t.VictimFailedPct = 100 * float64(t.VictimFailed) / float64(t.VictimDecisions)
+		}
 		t.P99us = lat.quantile(0.99)
+		t.VictimP99us = vlat.quantile(0.99)
+		t.OthersP99us = olat.quantile(0.99)
 		for _, ev := range events {
 			if int(ev.at/s.interval) == r || (r == nRows-1 && int(ev.at/s.interval) > r) {
 				t.Events = append(t.Events, ev.label)
@@ -321,10 +522,22 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 		timeline[r] = t
 		sum.Decisions += t.Decisions
 		sum.Errors += t.Errors
+		sum.Opened += t.Opened
+		sum.VictimDecisions += t.VictimDecisions
+		sum.VictimFailed += t.VictimFailed
 		for src, n := range t.Sources {
 			sum.Sources[src] += n
 		}
+		if r >= winFrom && r < winTo {
+			winVictim += t.VictimDecisions
+			winFailed += t.VictimFailed
+			winLat.merge(&vlat)
+		}
 	}
+	if winVictim > 0 {
+		sum.FaultVictimPct = 100 * float64(winFailed) / float64(winVictim)
+	}
+	sum.FaultVictimP99us = winLat.quantile(0.99)
 
 	e.prog.finish()
 	if err := printFault(stdout, s.json, timeline, sum); err != nil {
@@ -332,12 +545,15 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	}
 	path := filepath.Join(s.out, faultChart)
 	var marks []marker
-	for i, ev := range events {
+	for _, ev := range events {
+		if ev.quiet {
+			continue
+		}
 		c := color.Color(color.RGBA{R: 200, A: 255})
 		if ev.back {
 			c = color.RGBA{G: 140, A: 255}
 		}
-		marks = append(marks, marker{x: ev.at.Seconds(), label: ev.label, color: c, row: i})
+		marks = append(marks, marker{x: ev.at.Seconds(), label: ev.label, color: c, row: len(marks)})
 	}
 	return e.writeChart(path, stdout, s.json, faultPlots(timeline, sum, marks)...)
 }
@@ -345,10 +561,10 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 // locateHotKeys finds the node of each hot key: it sends one request per
 // key through the first instance, before any other traffic, and sees
 // whose Stats().Nodes[].Calls moved. (The Redis keys cannot tell: a
-// bucket of 1e9/s refills, and expires, within a millisecond.) It returns
-// the index of the node owning the most hot keys (the first on a tie) and
-// those keys, without the process prefix.
-func locateHotKeys(ctx context.Context, cl *cluster, h *hybridSystem, hot []string, l hybrid.Limit) (int, []string, error) {
+// bucket of 1e9/s refills, and expires, within a millisecond.) It returns,
+// per key, the index of its node in cl.names, -1 where no node's calls
+// moved.
+func locateHotKeys(ctx context.Context, cl *cluster, h *hybridSystem, hot []string, l hybrid.Limit) ([]int, error) {
 	lim := h.lims[0]
 	calls := func() map[string]int64 {
 		m := map[string]int64{}
@@ -357,76 +573,22 @@ func locateHotKeys(ctx context.Context, cl *cluster, h *hybridSystem, hot []stri
 		}
 		return m
 	}
-	owned := make([][]string, len(cl.names))
-	for _, k := range hot {
+	owners := make([]int, len(hot))
+	for j, k := range hot {
+		owners[j] = -1
 		before := calls()
 		if _, err := lim.Allow(ctx, k, l); err != nil {
-			return 0, nil, fmt.Errorf("bench: warming %s: %w", k, err)
+			return nil, fmt.Errorf("bench: warming %s: %w", k, err)
 		}
 		after := calls()
 		for i, name := range cl.names {
 			if after[name] > before[name] {
-				owned[i] = append(owned[i], strings.TrimPrefix(k, keyPrefix()))
+				owners[j] = i
 				break
 			}
 		}
 	}
-	best := 0
-	for i := range owned {
-		if len(owned[i]) > len(owned[best]) {
-			best = i
-		}
-	}
-	return best, owned[best], nil
-}
-
-// inject waits until faultAt after start, injects the fault into node i
-// and, for pause, resumes it at backAt. It returns early, without
-// injecting, when ctx ends first.
-func inject(ctx context.Context, cl *cluster, fault string, i int, start time.Time, faultAt, backAt time.Duration, record func(string, bool)) error {
-	sleepUntil := func(at time.Duration) bool {
-		t := time.NewTimer(time.Until(start.Add(at)))
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			return true
-		}
-	}
-	if !sleepUntil(faultAt) {
-		return nil
-	}
-	name := cl.names[i]
-	switch fault {
-	case "kill":
-		record("kill "+name, false)
-		return cl.kill(i)
-	case "pause":
-		what := "pause (SIGSTOP) "
-		if cl.servers == nil {
-			what = "pause (emulated: closed) "
-		}
-		record(what+name, false)
-		if err := cl.pause(i); err != nil {
-			return err
-		}
-		// Resume even when the run ends first: a frozen node would hang
-		// the clean-up (redistest resumes before it kills, too).
-		sleepUntil(backAt)
-		if err := cl.resume(i); err != nil {
-			return err
-		}
-		record("resume "+name, true)
-		return nil
-	default:
-		record("restart "+name, false)
-		if err := cl.restart(context.WithoutCancel(ctx), i); err != nil {
-			return err
-		}
-		record("back (empty) "+name, true)
-		return nil
-	}
+	return owners, nil
 }
 
 // printFault writes the timeline and the summary: a table, or one JSON
@@ -448,13 +610,15 @@ func printFault(w io.Writer, asJSON bool, timeline []second, sum faultSummary) e
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "t\tdecisions/s\t%s\terrors\tp99\tdegraded\tevent\n", strings.Join(withSuffix(cols, "/s"), "\t"))
+	fmt.Fprintf(tw, "t\tdecisions/s\t%s\terrors\tp99\tdegraded\topened/closed\tvictim fm\tvictim p99\tothers p99\tevent\n", strings.Join(withSuffix(cols, "/s"), "\t"))
 	for _, t := range timeline {
 		fmt.Fprintf(tw, "%.1fs\t%.0f", t.T, t.DecisionsPerSec)
 		for _, c := range cols {
 			fmt.Fprintf(tw, "\t%.0f", perSec(t.Sources[c], t))
 		}
-		fmt.Fprintf(tw, "\t%d\t%s\t%d/%d\t%s\n", t.Errors, latency(t.P99us), t.Degraded, sum.Instances, strings.Join(t.Events, "; "))
+		fmt.Fprintf(tw, "\t%d\t%s\t%d/%d\t%d/%d\t%s\t%s\t%s\t%s\n", t.Errors, latency(t.P99us), t.Degraded, sum.Instances,
+			t.Opened, t.Closed, share(t.VictimFailed, t.VictimDecisions), latencyOr(t.VictimP99us, "-"),
+			latencyOr(t.OthersP99us, "-"), eventSummary(t.Events))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -464,21 +628,64 @@ func printFault(w io.Writer, asJSON bool, timeline []second, sum faultSummary) e
 		fmt.Fprintf(w, " (it owns %s and its share of the zipf keys)", strings.Join(sum.HotKeys, ", "))
 	}
 	fmt.Fprintln(w)
+	switch {
+	case sum.SlowMs != nil:
+		fmt.Fprintf(w, "its replies delayed by %.0fms ± %.0f%% (%.0f%% of the Limiter's Timeout)\n", *sum.SlowMs, 100*slowJitter, 100*slowFraction)
+	case sum.Fault == "flap":
+		fmt.Fprintf(w, "the path to it down %d times, each down or up for %v–%v\n", sum.Flaps, flapMin, flapMax)
+	}
 	fmt.Fprintf(w, "errors returned to callers: %d of %d decisions\n", sum.Errors, sum.Decisions)
-	if sum.DegradedMs != nil {
-		fmt.Fprintf(w, "every instance's breaker for the node open (its keys answered in process) %.0fms after the fault\n", *sum.DegradedMs)
-	} else {
-		fmt.Fprintln(w, "the node's breaker never opened on every instance")
+	fmt.Fprintf(w, "its keys' decisions answered by the failure mode from the fault to its return: %s; p99 of their Redis answers there: %s\n",
+		pct(sum.FaultVictimPct), latencyOr(sum.FaultVictimP99us, "none"))
+	switch {
+	case sum.DegradedMs != nil:
+		fmt.Fprintf(w, "every instance's breaker for the node open (its keys answered in process) %.0fms after the fault; %d openings in all\n", *sum.DegradedMs, sum.Opened)
+	case sum.Opened == 0:
+		fmt.Fprintln(w, "no instance's breaker for the node ever opened")
+	default:
+		fmt.Fprintf(w, "the node's breaker opened %d times, never on every instance at once\n", sum.Opened)
 	}
 	switch {
 	case sum.BackAt == nil:
 		fmt.Fprintln(w, "the node stays down until the end")
+	case sum.Opened == 0 && sum.DegradedMs == nil:
+		fmt.Fprintf(w, "node back at %.2fs\n", *sum.BackAt)
 	case sum.RecoveredMs != nil:
 		fmt.Fprintf(w, "node back at %.2fs; every instance's breaker closed again %.0fms later\n", *sum.BackAt, *sum.RecoveredMs)
 	default:
 		fmt.Fprintf(w, "node back at %.2fs; some breaker still open at the end of the run\n", *sum.BackAt)
 	}
 	return nil
+}
+
+// share formats n of total as a percentage, "-" when total is 0.
+func share(n, total int64) string {
+	if total == 0 {
+		return "-"
+	}
+	return pct(100 * float64(n) / float64(total))
+}
+
+// pct formats a percentage: "0%", "<0.1%", "3.2%", "41%".
+func pct(v float64) string {
+	switch {
+	case v == 0:
+		return "0%"
+	case v < 0.1:
+		return "<0.1%"
+	case v < 10:
+		return fmt.Sprintf("%.1f%%", v)
+	default:
+		return fmt.Sprintf("%.0f%%", v)
+	}
+}
+
+// latencyOr is latency, or none for 0 (no samples).
+func latencyOr(us float64, none string) string {
+	if us == 0 {
+		return none
+	}
+	return latency(us)
 }
 
 func withSuffix(names []string, suffix string) []string {
@@ -497,8 +704,9 @@ func perSec(n int64, t second) float64 {
 	return float64(n) * t.DecisionsPerSec / float64(t.Decisions)
 }
 
-// faultPlots draws decisions/s by Source over time and p99 over time,
-// with the fault marked.
+// faultPlots draws decisions/s by Source over time and p99 over time (of
+// every decision, and of the victim's answers from Redis), with the
+// fault marked.
 func faultPlots(timeline []second, sum faultSummary, marks []marker) []*plot.Plot {
 	// The y labels stay short: gonum centres a log axis's label at the
 	// linear middle of its range, near the top, and pads the plot for it.
@@ -508,10 +716,13 @@ func faultPlots(timeline []second, sum faultSummary, marks []marker) []*plot.Plo
 	lat := newPlot("p99 decision latency (log scale; 0 drawn at 0.01 µs)", "time (s)", "p99 (µs)")
 	useLogY(lat)
 	mid := func(t second) float64 { return t.T + t.Interval/2 }
-	var total, p99 plotter.XYs
+	var total, p99, vp99 plotter.XYs
+	anyVictim := false
 	for _, t := range timeline {
 		total = append(total, plotter.XY{X: mid(t), Y: positive(t.DecisionsPerSec)})
 		p99 = append(p99, plotter.XY{X: mid(t), Y: atLeast(t.P99us, 0.01)})
+		vp99 = append(vp99, plotter.XY{X: mid(t), Y: atLeast(t.VictimP99us, 0.01)})
+		anyVictim = anyVictim || t.VictimP99us > 0
 	}
 	_ = addLine(rate, "all", 0, true, total)
 	entries := 1
@@ -527,8 +738,13 @@ func faultPlots(timeline []second, sum faultSummary, marks []marker) []*plot.Plo
 		entries++
 	}
 	_ = addLine(lat, "p99", 0, false, p99)
+	latEntries := 1
+	if anyVictim {
+		_ = addLine(lat, "p99 of the victim's Redis answers", 1, false, vp99)
+		latEntries++
+	}
 	headroom(rate, entries)
-	headroom(lat, 1)
+	headroom(lat, latEntries)
 	for _, m := range marks {
 		// Labelled at their top, the markers need no legend entry.
 		rate.Add(m)

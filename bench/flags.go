@@ -38,7 +38,7 @@ const (
 )
 
 // faultKinds are the values of -fault.
-var faultKinds = []string{"kill", "pause", "restart"}
+var faultKinds = []string{"kill", "pause", "restart", "slow", "flap"}
 
 // algorithms maps the values of -algorithm to hybrid's algorithms, in
 // their order.
@@ -78,7 +78,7 @@ type settings struct {
 	limit         hybrid.Limit // the per-key limit of -limit; zero Rate: per-workload defaults
 	algorithm     hybrid.Algorithm
 	leaseFraction float64          // hybrid Lease.MaxFraction; 0: leases off
-	fault         string           // -fault: kill, pause or restart
+	fault         string           // -fault: kill, pause, restart, slow or flap
 	interval      time.Duration    // -fault: the timeline's resolution
 	nodes         []*redis.Options // -nodes; nil: embedded nodes
 	out           string           // directory for the charts
@@ -105,7 +105,7 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	algFlag := fs.String("algorithm", "token-bucket", "algorithm of the limit: token-bucket, leaky-bucket, fixed-window, sliding-window-log or sliding-window-counter")
 	fs.Float64Var(&s.leaseFraction, "lease-fraction", 0.01, "hybrid Lease.MaxFraction: the largest lease as a fraction of the limit, in [0, 1]; 0 turns leases off")
 	sweep := fs.String("sweep", "", "`lease`: run hot and zipf for a range of -lease-fraction values and write lease-sweep.svg")
-	fs.StringVar(&s.fault, "fault", "", "`kill|pause|restart` one embedded node midway through a mixed run; print a timeline and write fault-timeline.svg")
+	fs.StringVar(&s.fault, "fault", "", "`kill|pause|restart|slow|flap` one embedded node midway through a mixed run (slow: its replies delayed by half the Limiter's Timeout; flap: the path to it down and up every 100-300ms); print a timeline and write fault-timeline.svg")
 	fs.DurationVar(&s.interval, "interval", time.Second, "with -fault, the width of one row of the timeline")
 	nodes := fs.String("nodes", "", "comma-separated `URLs` (redis://[user:password@]host:port[/db], rediss:// for TLS) of existing nodes to use instead of embedded ones")
 	fs.StringVar(&s.out, "out", ".", "directory the charts are written to")

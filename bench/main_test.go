@@ -81,6 +81,15 @@ type jsonSecond struct {
 	Errors          int64            `json:"errors"`
 	P99us           float64          `json:"p99_us"`
 	Degraded        int              `json:"degraded_instances"`
+	Opened          int64            `json:"breaker_opened"`
+	Closed          int64            `json:"breaker_closed"`
+	VictimDecisions int64            `json:"victim_decisions"`
+	VictimSources   map[string]int64 `json:"victim_sources"`
+	VictimFailed    int64            `json:"victim_failure_mode"`
+	VictimFailedPct float64          `json:"victim_failure_pct"`
+	VictimReasons   map[string]int64 `json:"victim_reasons"`
+	VictimP99us     float64          `json:"victim_remote_p99_us"`
+	OthersP99us     float64          `json:"others_remote_p99_us"`
 	Events          []string         `json:"events"`
 }
 
@@ -96,11 +105,19 @@ type jsonFault struct {
 	Seconds     float64          `json:"seconds"`
 	FaultAt     float64          `json:"fault_at_s"`
 	BackAt      *float64         `json:"back_at_s"`
+	SlowMs      *float64         `json:"slow_ms"`
+	Flaps       int              `json:"flaps"`
 	DegradedMs  *float64         `json:"degraded_after_ms"`
 	RecoveredMs *float64         `json:"recovered_after_ms"`
+	Opened      int64            `json:"breaker_opened"`
 	Decisions   int64            `json:"decisions"`
 	Errors      int64            `json:"errors"`
 	Sources     map[string]int64 `json:"sources"`
+
+	VictimDecisions  int64   `json:"victim_decisions"`
+	VictimFailed     int64   `json:"victim_failure_mode"`
+	FaultVictimPct   float64 `json:"fault_victim_failure_pct"`
+	FaultVictimP99us float64 `json:"fault_victim_remote_p99_us"`
 }
 
 // requiredFields are the fields every line of a type must carry: the
@@ -112,9 +129,12 @@ var requiredFields = map[string][]string{
 		"redis_calls_per_decision", "admitted", "ideal", "admitted_pct_of_ideal", "lease_units_max",
 		"lease_units_mean", "lease_bound_pct", "sources", "errors"},
 	"second": {"type", "fault", "t_s", "interval_s", "decisions", "decisions_per_sec", "sources", "errors",
-		"p99_us", "degraded_instances", "events"},
+		"p99_us", "degraded_instances", "breaker_opened", "breaker_closed", "victim_decisions", "victim_sources",
+		"victim_failure_mode", "victim_failure_pct", "victim_reasons", "victim_remote_p99_us", "others_remote_p99_us", "events"},
 	"fault": {"type", "fault", "node", "nodes", "hot_keys", "instances", "concurrency", "seconds", "fault_at_s",
-		"back_at_s", "degraded_after_ms", "recovered_after_ms", "decisions", "errors", "sources"},
+		"back_at_s", "slow_ms", "flaps", "degraded_after_ms", "recovered_after_ms", "breaker_opened", "decisions",
+		"errors", "sources", "victim_decisions", "victim_failure_mode", "fault_victim_failure_pct",
+		"fault_victim_remote_p99_us"},
 }
 
 // decodeStrict decodes one JSON line into v, refusing unknown fields, and
@@ -393,6 +413,7 @@ func TestCancelledMidway(t *testing.T) {
 		{[]string{"-workload", "hot"}, 300 * time.Millisecond},
 		{[]string{"-sweep", "lease", "-workload", "hot"}, 300 * time.Millisecond},
 		{[]string{"-fault", "pause", "-duration", "3s", "-interval", "100ms"}, 1300 * time.Millisecond},
+		{[]string{"-fault", "flap", "-duration", "3s", "-interval", "100ms"}, 1300 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

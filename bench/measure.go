@@ -89,7 +89,7 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 		sys = newRedisRate(e.cl, s.concurrency)
 		fraction = 0
 	} else {
-		h, err := newHybrid(e.cl, s.instances, fraction, e.log)
+		h, err := newHybrid(e.cl, s.instances, fraction, e.log, nil)
 		if err != nil {
 			return res, err
 		}

@@ -7,11 +7,13 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hybridlimit/hybridlimit/internal/redistest"
 )
@@ -207,7 +209,8 @@ func TestFaultTable(t *testing.T) {
 	dir := t.TempDir()
 	out, _ := runBench(t, "-fault", "restart", "-duration", "600ms", "-interval", "200ms", "-keys", "10000", "-out", dir)
 	for _, w := range []string{"run: -fault restart, 600ms in all, rows of 200ms", "decisions/s", "remote/s", "errors", "p99",
-		"degraded", "event", "restart 127.0.0.1:", "back (empty) 127.0.0.1:", "errors returned to callers: 0 of ",
+		"degraded", "opened/closed", "victim fm", "victim p99", "others p99", "event", "restart 127.0.0.1:",
+		"back (empty) 127.0.0.1:", "errors returned to callers: 0 of ", "answered by the failure mode from the fault to its return",
 		"wrote " + filepath.Join(dir, faultChart)} {
 		if !strings.Contains(out, w) {
 			t.Errorf("output lacks %q:\n%s", w, out)
@@ -218,13 +221,7 @@ func TestFaultTable(t *testing.T) {
 // TestFaultKillRedis kills a real redis-server mid-run: hybrid must
 // answer the dead node's keys in process and return no error to a caller.
 func TestFaultKillRedis(t *testing.T) {
-	if !redistest.Available() {
-		if ci := os.Getenv("CI"); ci == "true" || ci == "1" {
-			t.Fatal("redis-server not found on PATH; CI must install it (apt-get install redis-server)")
-		}
-		t.Skip("redis-server not found on PATH")
-	}
-	t.Setenv(miniredisEnv, "")
+	redisOnly(t)
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	args := []string{"-fault", "kill", "-duration", "1500ms", "-interval", "250ms", "-concurrency", "8", "-instances", "2",
@@ -243,4 +240,130 @@ func TestFaultKillRedis(t *testing.T) {
 	path := filepath.Join(dir, faultChart)
 	wantTexts(t, path, svgTexts(t, path), "fallback", "kill 127.0.0.1:")
 	t.Logf("kill on redis-server: %d decisions, sources %v, every breaker open after %v ms", sum.Decisions, sum.Sources, show(sum.DegradedMs))
+}
+
+// redisOnly skips the test without redis-server, and fails it in CI, where
+// redis-server must be installed; it unsets the miniredis switch.
+func redisOnly(t *testing.T) {
+	t.Helper()
+	if !redistest.Available() {
+		if ci := os.Getenv("CI"); ci == "true" || ci == "1" {
+			t.Fatal("redis-server not found on PATH; CI must install it (apt-get install redis-server)")
+		}
+		t.Skip("redis-server not found on PATH")
+	}
+	t.Setenv(miniredisEnv, "")
+}
+
+// runFaultRedis runs a small fault run on redis-server: 8 goroutines, 2
+// instances, 10,000 Zipf keys, JSON.
+func runFaultRedis(t *testing.T, fault string, duration, interval string) ([]jsonSecond, jsonFault, string) {
+	t.Helper()
+	redisOnly(t)
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"-fault", fault, "-duration", duration, "-interval", interval, "-concurrency", "8", "-instances", "2",
+		"-keys", "10000", "-json", "-out", dir}
+	if err := run(t.Context(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("run(%q) = %v, stderr:\n%s", args, err, stderr.String())
+	}
+	rows, sum := faultRun(t, stdout.String())
+	if !strings.HasPrefix(sum.Nodes, "redis-server ") {
+		t.Errorf("nodes = %q, want redis-server", sum.Nodes)
+	}
+	return rows, sum, filepath.Join(dir, faultChart)
+}
+
+// faultRows returns the rows that lie wholly between from and to seconds.
+func faultRows(rows []jsonSecond, from, to float64) []jsonSecond {
+	var out []jsonSecond
+	for _, r := range rows {
+		if r.T >= from && r.T+r.Interval <= to {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestFaultSlow slows a real redis-server's replies by half the Timeout:
+// its keys must stay answered by Redis (slow is not dead), with the
+// latency showing in their p99, and no caller sees an error.
+func TestFaultSlow(t *testing.T) {
+	rows, sum, chart := runFaultRedis(t, "slow", "1500ms", "250ms")
+	checkFault(t, "slow", rows, sum, 6)
+	want := float64(slowDelay()) / float64(time.Millisecond)
+	if sum.SlowMs == nil || *sum.SlowMs != want || sum.BackAt == nil {
+		t.Fatalf("slow_ms %v, back_at_s %v: want %v and a time", show(sum.SlowMs), show(sum.BackAt), want)
+	}
+	var victim, failed, remote int64
+	for _, r := range faultRows(rows, sum.FaultAt, *sum.BackAt) {
+		victim += r.VictimDecisions
+		failed += r.VictimFailed
+		remote += r.VictimSources["remote"]
+	}
+	if victim == 0 || remote == 0 {
+		t.Fatalf("while slow: %d decisions for the victim's keys, %d from Redis; want some of each", victim, remote)
+	}
+	// Mostly remote: a reply within Timeout is an answer. A few calls may
+	// still time out on a loaded machine (the 25 ms are half the budget).
+	if pct := 100 * float64(failed) / float64(victim); pct > 5 {
+		t.Errorf("while slow: %d of %d decisions for the victim's keys (%.1f%%) from the failure mode, want at most 5%%", failed, victim, pct)
+	}
+	// The delay is there: the victim's answers from Redis take about it.
+	if floor := 1000 * want * (1 - slowJitter); sum.FaultVictimP99us < floor {
+		t.Errorf("while slow: p99 of the victim's answers from Redis %vµs, want at least %vµs", sum.FaultVictimP99us, floor)
+	}
+	wantTexts(t, chart, svgTexts(t, chart), "slow 127.0.0.1:", "fast again 127.0.0.1:", "p99 of the victim's Redis answers")
+	t.Logf("slow on redis-server: victim's keys %d decisions, %d from the failure mode, p99 from Redis %.0fµs; breaker opened %d times",
+		victim, failed, sum.FaultVictimP99us, sum.Opened)
+}
+
+// TestFaultFlap takes the path to a real redis-server down and up: the
+// failure mode answers its keys during the flaps, none once every breaker
+// has closed again, and no caller sees an error.
+func TestFaultFlap(t *testing.T) {
+	rows, sum, chart := runFaultRedis(t, "flap", "4500ms", "250ms")
+	checkFault(t, "flap", rows, sum, 18)
+	if sum.Flaps < 3 || sum.BackAt == nil || sum.SlowMs != nil {
+		t.Fatalf("flaps %d, back_at_s %v, slow_ms %v: want at least 3 flaps, a time, null", sum.Flaps, show(sum.BackAt), show(sum.SlowMs))
+	}
+	var during int64
+	var downs int
+	for _, r := range faultRows(rows, sum.FaultAt, *sum.BackAt+0.25) {
+		during += r.VictimFailed
+		for _, e := range r.Events {
+			if e == "down" {
+				downs++
+			}
+		}
+	}
+	if during == 0 || sum.Opened == 0 {
+		t.Errorf("during the flaps: %d failure-mode answers for the victim's keys, breaker opened %d times; want both > 0", during, sum.Opened)
+	}
+	if downs+1 != sum.Flaps {
+		t.Errorf("%d down events after the first, want flaps-1 = %d", downs, sum.Flaps-1)
+	}
+	if sum.RecoveredMs == nil {
+		t.Fatalf("no recovery within the run: every breaker should close within about OpenTimeout (1s) of the path's return at %.2fs", *sum.BackAt)
+	}
+	// Once every breaker has closed, the node's keys go to Redis again. A
+	// stray timeout on a loaded machine is no effect of the flaps; answers
+	// because of a breaker or a broken connection are.
+	recovered := *sum.BackAt + *sum.RecoveredMs/1000
+	after := faultRows(rows, recovered, math.Inf(1))
+	for _, r := range after {
+		if n := r.VictimReasons["breaker-open"] + r.VictimReasons["transport"]; n > 0 || r.Opened > 0 {
+			t.Errorf("row at %.2fs, after recovery at %.2fs: %v failure-mode answers for the victim's keys, %d openings; want none",
+				r.T, recovered, r.VictimReasons, r.Opened)
+		}
+		if r.VictimFailed > 0 {
+			t.Logf("row at %.2fs, after recovery: %d failure-mode answers %v", r.T, r.VictimFailed, r.VictimReasons)
+		}
+	}
+	if len(after) == 0 {
+		t.Errorf("no whole row after recovery at %.2fs: the run is too short to show it", recovered)
+	}
+	wantTexts(t, chart, svgTexts(t, chart), "flap 127.0.0.1:", "steady 127.0.0.1:")
+	t.Logf("flap on redis-server: %d flaps, %d failure-mode answers during them, breaker opened %d times, every breaker closed %.0fms after the path came back",
+		sum.Flaps, during, sum.Opened, *sum.RecoveredMs)
 }

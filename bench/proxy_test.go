@@ -14,7 +14,7 @@ import (
 
 // startEcho starts a TCP echo server on loopback for the test; it stops,
 // with its connections, when the test ends.
-func startEcho(t *testing.T) string {
+func startEcho(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -207,5 +207,42 @@ func wantCut(t *testing.T, c net.Conn, what string) {
 		t.Errorf("%s: read succeeded, want it cut", what)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		t.Errorf("%s: read timed out after %v, want it cut at once", what, time.Since(t0))
+	}
+}
+
+// BenchmarkProxyRoundTrip measures a 16-byte round trip to an echo
+// server, straight and through the proxy with no delay: what the proxy in
+// front of the victim of -fault slow and flap costs before the fault, on
+// an idle machine. (On a busy one each of its goroutine hops also waits
+// for a processor; see "Latency" in doc.go.)
+func BenchmarkProxyRoundTrip(b *testing.B) {
+	echo := startEcho(b)
+	for _, path := range []string{"direct", "proxy"} {
+		b.Run("path="+path, func(b *testing.B) {
+			addr := echo
+			if path != "direct" {
+				p, err := newProxy(echo, 1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer p.close()
+				addr = p.addr()
+			}
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			msg, buf := []byte("0123456789abcdef"), make([]byte, 16)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Write(msg); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(c, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -47,8 +47,11 @@ type hybridSystem struct {
 var _ system = (*hybridSystem)(nil)
 
 // newHybrid builds the instances. fraction is Lease.MaxFraction; 0 turns
-// leases off.
-func newHybrid(cl *cluster, instances int, fraction float64, log *slog.Logger) (*hybridSystem, error) {
+// leases off. via, when not nil, gives for each node the address its
+// clients dial instead of the node's own ("" for the node's own): -fault
+// slow and flap put a proxy in front of one node. The node keeps its name,
+// so the ring places keys as it would without the proxy.
+func newHybrid(cl *cluster, instances int, fraction float64, log *slog.Logger, via []string) (*hybridSystem, error) {
 	h := &hybridSystem{}
 	for range instances {
 		cfg := hybrid.Config{Prefix: hybridPrefix, Logger: log}
@@ -60,6 +63,11 @@ func newHybrid(cl *cluster, instances int, fraction float64, log *slog.Logger) (
 		for i, o := range cl.opts {
 			// The client a Limiter builds from Config.Addrs, with the
 			// node's credentials, TLS and database kept.
+			if i < len(via) && via[i] != "" {
+				p := *o
+				p.Addr = via[i]
+				o = &p
+			}
 			c := remote.NewClient(o)
 			h.clients = append(h.clients, c)
 			cfg.Nodes = append(cfg.Nodes, hybrid.Node{Name: cl.names[i], Client: c})
@@ -96,18 +104,18 @@ func (h *hybridSystem) leaseUnits() int64 {
 	return n
 }
 
-// degraded returns how many instances have the breaker of the named node
-// not closed.
-func (h *hybridSystem) degraded(name string) int {
-	n := 0
-	for _, lim := range h.lims {
+// nodeStats returns the named node's counters in each instance, in the
+// order of the instances (a zero NodeStats where an instance lacks it).
+func (h *hybridSystem) nodeStats(name string) []hybrid.NodeStats {
+	out := make([]hybrid.NodeStats, len(h.lims))
+	for i, lim := range h.lims {
 		for _, nd := range lim.Stats().Nodes {
-			if nd.Name == name && nd.Degraded {
-				n++
+			if nd.Name == name {
+				out[i] = nd
 			}
 		}
 	}
-	return n
+	return out
 }
 
 // close closes the Limiters, then the clients they were given.

@@ -176,3 +176,19 @@ func TestChartsDegenerateData(t *testing.T) {
 		}
 	}
 }
+
+func TestEventSummary(t *testing.T) {
+	tests := []struct {
+		in   []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"kill n"}, "kill n"},
+		{[]string{"flap n", "up", "down", "up", "down", "up"}, "flap n; up ×3; down ×2"},
+	}
+	for _, tt := range tests {
+		if got := eventSummary(tt.in); got != tt.want {
+			t.Errorf("eventSummary(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
