@@ -224,10 +224,15 @@ func (ls *leases) spend(key string, n int64, limits []Limit) (r Result, served, 
 	return Result{Allowed: true, Limit: limits[e.binding.Load()], Remaining: left, Source: SourceLease}, true, true
 }
 
-// size is the batch to ask for: about RenewEvery of the demand, at least
-// the request, at most MaxFraction of the smallest capacity.
-func (ls *leases) size(rate float64, n int64, limits []Limit) int64 {
-	want := int64(rate * ls.l.cfg.Lease.RenewEvery.Seconds())
+// size is the batch to ask for from nd: about RenewEvery of the demand, or
+// twice the node's recent round trip of it if longer (a renewal starts at
+// half a batch, and must arrive before the rest is spent: on a slow node
+// a lease otherwise ran dry at every renewal, and its requests waited for
+// Redis), at least the request, at most MaxFraction of the smallest
+// capacity.
+func (ls *leases) size(nd *node, rate float64, n int64, limits []Limit) int64 {
+	cover := max(ls.l.cfg.Lease.RenewEvery, 2*time.Duration(nd.rtt.Load()))
+	want := int64(rate * cover.Seconds())
 	return min(max(want, n), ls.ceiling(limits))
 }
 
@@ -258,7 +263,7 @@ const (
 // it, within the request's deadline. When Redis gives fewer than n units
 // (they are given back) the request is decided as usual.
 func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, key string, n int64, limits []Limit, rate float64) (Result, takeStatus, Reason, error) {
-	want := ls.size(rate, n, limits)
+	want := ls.size(nd, rate, n, limits)
 	if want < n || n < 1 {
 		return Result{}, takeSkipped, 0, nil
 	}
@@ -326,7 +331,7 @@ func (ls *leases) renew(key string, e *leaseEntry) {
 		spent := e.given.Load() - left
 		rate := float64(max(spent, 1)) / max(time.Duration(now-e.took.Load()), time.Millisecond).Seconds()
 		// What is held, plus the batch, stays within MaxFraction.
-		want := min(ls.size(rate, 1, e.limits), ls.ceiling(e.limits)-max(left, 0))
+		want := min(ls.size(e.node, rate, 1, e.limits), ls.ceiling(e.limits)-max(left, 0))
 		if e.windowed {
 			// Units of a window are lost when it ends: take no more than
 			// the demand can spend before then.
