@@ -211,6 +211,9 @@ func TestFaultSuite(t *testing.T) {
 			keys := int64(len(c.keys[0]))
 			refill := int64(float64(lim.Rate) * time.Since(start).Seconds() / lim.Period.Seconds())
 			perKey := lim.Rate + refill + lim.Rate/100 + 1
+			t.Logf("%s: admitted: sick node's keys %d (bound %d), healthy %d and %d (bound %d each); slowest %v, %v, %v (Timeout %v)",
+				sc.name, got.admitted[0]+rec.admitted[0], keys*2*perKey, got.admitted[1]+rec.admitted[1], got.admitted[2]+rec.admitted[2], keys*perKey,
+				max(got.slowest[0], rec.slowest[0]), max(got.slowest[1], rec.slowest[1]), max(got.slowest[2], rec.slowest[2]), timeout)
 			if bound := keys * 2 * perKey; got.admitted[0]+rec.admitted[0] > bound {
 				t.Errorf("sick node's %d keys admitted %d, want <= %d", keys, got.admitted[0]+rec.admitted[0], bound)
 			}

@@ -237,13 +237,23 @@ func TestSlowNodeIsNotDead(t *testing.T) {
 // and cold keys (a wait for a batch) on a node whose replies take 1× and
 // 2× the Timeout.
 func TestOneBudgetPerCall(t *testing.T) {
+	type run struct {
+		factor int
+		dir    toxitest.Direction
+		batch  bool
+	}
+	var runs []run
 	for _, factor := range []int{1, 2} {
-		for _, batch := range []bool{true, false} {
-			t.Run(fmt.Sprintf("latency=%dxTimeout/batch=%v", factor, batch), func(t *testing.T) {
+		runs = append(runs, run{factor, toxitest.Downstream, true}, run{factor, toxitest.Downstream, false}, run{factor, toxitest.Upstream, true})
+	}
+	for _, r := range runs {
+		factor, dir, batch := r.factor, r.dir, r.batch
+		{
+			t.Run(fmt.Sprintf("latency=%dxTimeout/%s/batch=%v", factor, dir, batch), func(t *testing.T) {
 				c := newToxicCluster(t, Config{Batch: BatchConfig{Disable: !batch}, Lease: LeaseConfig{HotRate: 50}})
 				timeout := c.lim.cfg.Timeout
 				c.drive(64, 200*time.Millisecond, PerSecond(1_000_000), nil)
-				c.px[0].Latency(t, toxitest.Downstream, time.Duration(factor)*timeout, 0)
+				c.px[0].Latency(t, dir, time.Duration(factor)*timeout, 0)
 				got := c.drive(64, 1500*time.Millisecond, PerSecond(1_000_000), nil)
 				ns := c.nodeStats(0)
 				t.Logf("%v; breaker opened %d, undecided %v", got, ns.Opened, ns.Undecided)
