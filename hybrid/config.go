@@ -102,11 +102,12 @@ type LeaseConfig struct {
 	TTL time.Duration
 }
 
-// BatchConfig configures batching: while a round trip to a node is in
+// BatchConfig configures batching: while round trips to a node are in
 // flight, the requests for that node that arrive gather, and the next round
 // trip decides them all in one script call. An idle node is asked at once.
 type BatchConfig struct {
-	// Disable sends every request in a round trip of its own.
+	// Disable sends every request in a round trip of its own (up to the
+	// client's pool size in flight at once).
 	Disable bool
 	// MaxSize caps the requests of one round trip. Default 64.
 	MaxSize int
@@ -138,7 +139,7 @@ type Config struct {
 	Nodes []Node
 	// Addrs is shorthand for one node per address ("host:port"), named by
 	// its address, with a client the Limiter builds (remote.NewClient:
-	// bounded timeouts, no retries, scripts loaded on connect) and closes.
+	// bounded timeouts, no retries; scripts loaded by New) and closes.
 	Addrs []string
 	// Prefix starts every Redis key. Default "rl:".
 	Prefix string

@@ -13,14 +13,19 @@
 // that node's clock (package remote), with all of a request's limits
 // checked and charged together: a denial by any charges none.
 //
-// Every remote call is bounded by Config.Timeout. Each node has a circuit
-// breaker (package breaker): after Breaker.ConsecutiveFailures failures in a
-// row it opens, and the node's keys are answered in process, with no remote
-// attempt, until a probe after Breaker.OpenTimeout succeeds. How they are
+// One budget bounds each call, whatever path it takes: AllowN returns by
+// Config.Timeout after it was called (or by ctx's deadline), and at once when
+// ctx ends. A slow node is not a dead one: the round trips in flight to a
+// node grow with its latency (Batch.MaxInFlight), so a node that answers
+// within Timeout keeps its keys. Each node has a circuit breaker (package
+// breaker): after Breaker.ConsecutiveFailures failures in a row, or
+// Breaker.FailureRatio of its recent calls, it opens, and the node's keys are
+// answered in process, with no remote attempt, until a probe after
+// Breaker.OpenTimeout succeeds. How they are
 // answered is Config.OnFailure: Fallback (in-process buckets of package
 // local, each limit scaled by FallbackShare), FailOpen or FailClosed. Redis
 // errors never reach the caller; Result.Source says what decided, and Stats
-// counts it.
+// counts it, with every answer Redis did not decide counted by Reason.
 //
 // Bad input — an empty key or one over 512 bytes, an invalid limit, a cost
 // below 1 or above a limit's capacity — returns an error and consumes
