@@ -2,10 +2,13 @@ package hybrid
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hybridlimit/hybridlimit/internal/redistest"
 )
@@ -55,5 +58,56 @@ func TestEvictingNodeIsWarned(t *testing.T) {
 	}
 	if n := st.Nodes[nodeIndex(st, safe.Addr())]; n.EvictionPolicy != "noeviction" || n.MayEvict {
 		t.Errorf("Stats of the noeviction node: policy %q, MayEvict %v", n.EvictionPolicy, n.MayEvict)
+	}
+}
+
+// TestEvictionUnderPressure measures what eviction does to limits: a node
+// under allkeys-lru, with a maxmemory just above what it holds, evicts
+// limiter keys as other keys arrive, and every evicted key starts afresh.
+// The test asserts that the node is reported as evicting and that callers
+// see no error; it logs the over-admission (issue 10 measured 4.3 × the
+// limit), which no limiter can prevent once Redis drops its state.
+func TestEvictionUnderPressure(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithArgs("--maxmemory-policy", "allkeys-lru"))
+	rdb := srv.Client(t)
+	ctx := context.Background()
+	used := infoInt(t, rdb, "memory", "used_memory")
+	if err := rdb.ConfigSet(ctx, "maxmemory", fmt.Sprint(used+(2<<20))).Err(); err != nil {
+		t.Fatal(err)
+	}
+	lim, err := New(Config{Addrs: []string{srv.Addr()}, Timeout: 2 * time.Second, DenyCache: DenyCacheConfig{Disable: true}, Lease: LeaseConfig{Disable: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lim.Close()
+	if st := lim.Stats(); !st.Nodes[0].MayEvict {
+		t.Fatalf("node under allkeys-lru with a maxmemory not reported as evicting: %+v", st.Nodes[0])
+	}
+	const keys, rounds = 400, 4
+	l := PerMinute(10)
+	admitted := 0
+	ballast := string(make([]byte, 4096))
+	for round := range rounds {
+		for k := range keys {
+			for range 15 {
+				r, err := lim.Allow(ctx, fmt.Sprintf("evict:%d", k), l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Allowed {
+					admitted++
+				}
+			}
+		}
+		// Other data arrives and pushes limiter keys out.
+		for i := range 2000 {
+			rdb.Set(ctx, fmt.Sprintf("ballast:%d:%d", round, i), ballast, 0)
+		}
+	}
+	evicted := infoInt(t, rdb, "stats", "evicted_keys")
+	t.Logf("allkeys-lru under pressure: %d PerMinute(10) keys admitted %d in %d rounds (%.1f × the limit), %d keys evicted",
+		keys, admitted, rounds, float64(admitted)/float64(keys*10), evicted)
+	if evicted == 0 {
+		t.Errorf("no key was evicted: the test did not put the node under pressure")
 	}
 }
