@@ -109,12 +109,6 @@ func (l *Limiter) ask(ctx context.Context, nd *node, req remote.Request, deadlin
 	if !now.Before(deadline) {
 		return r, false, late, nil
 	}
-	b := &nd.batch
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return r, false, ReasonTransport, ErrClosed
-	}
 	// Copies of the key and limits: the caller's must not escape, or every
 	// call with variadic limits would allocate them, on the lease and
 	// denial-cache paths too.
@@ -123,6 +117,13 @@ func (l *Limiter) ask(ctx context.Context, nd *node, req remote.Request, deadlin
 	c.req = remote.Request{Key: strings.Clone(req.Key), Cost: req.Cost, Limits: c.limits, Lease: req.Lease}
 	c.deadline, c.budget, c.ctxBound = deadline, deadline.Sub(now), ctxBound
 	c.out, c.ok, c.why, c.err, c.dropped = remote.Result{}, false, 0, nil, false
+	b := &nd.batch
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		callPool.Put(c)
+		return r, false, ReasonTransport, ErrClosed
+	}
 	if ctx.Done() == nil && b.inflight == 0 {
 		// An idle node and a caller that cannot leave: ask in the caller's
 		// goroutine, with no hand-off.
@@ -131,10 +132,7 @@ func (l *Limiter) ask(ctx context.Context, nd *node, req remote.Request, deadlin
 		one := [1]*call{c}
 		l.roundTrip(nd, one[:], deadline) // the caller waits in it: its budget bounds it
 		l.release(nd)
-		r, ok, why, err = c.out, c.ok, c.why, c.err
-		c.req, c.out, c.err = remote.Request{}, remote.Result{}, nil
-		callPool.Put(c)
-		return r, ok, why, err
+		return c.finish()
 	}
 	c.queued = true
 	b.pending = append(b.pending, c)
@@ -160,10 +158,7 @@ func (l *Limiter) ask(ctx context.Context, nd *node, req remote.Request, deadlin
 		select {
 		case <-c.done:
 			c.timer.Stop()
-			r, ok, why, err = c.out, c.ok, c.why, c.err
-			c.req, c.out, c.err = remote.Request{}, remote.Result{}, nil
-			callPool.Put(c)
-			return r, ok, why, err
+			return c.finish()
 		case <-ctx.Done():
 			c.timer.Stop()
 			if b.leave(c) {
@@ -187,6 +182,15 @@ func (l *Limiter) ask(ctx context.Context, nd *node, req remote.Request, deadlin
 			return r, false, late, nil
 		}
 	}
+}
+
+// finish returns c's answer and puts c back in the pool: nothing refers to
+// it any more.
+func (c *call) finish() (remote.Result, bool, Reason, error) {
+	r, ok, why, err := c.out, c.ok, c.why, c.err
+	c.req, c.out, c.err = remote.Request{}, remote.Result{}, nil
+	callPool.Put(c)
+	return r, ok, why, err
 }
 
 // startWorker starts a round trip's goroutine. b.mu must be held.
@@ -213,8 +217,8 @@ func (l *Limiter) release(nd *node) {
 	b := &nd.batch
 	b.mu.Lock()
 	if len(b.pending) > 0 && !b.closed {
-		b.inflight-- // startWorker takes it again
-		l.startWorker(nd)
+		l.workers.Add(1) // the worker takes over the inline caller's slot
+		go l.worker(nd)
 	} else {
 		b.inflight--
 	}

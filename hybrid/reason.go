@@ -96,14 +96,18 @@ type failLog struct {
 }
 
 // note counts an answer for why and logs it, at most once per
-// failLogEvery; the caller's cancellations are not logged.
+// failLogEvery; the caller's cancellations and the answers of an open
+// breaker are not logged.
 func (l *Limiter) note(nd *node, why Reason, err error) {
 	if nd == nil {
 		l.noNode.Add(1)
 		return
 	}
 	nd.undecided[why].Add(1)
-	if why == ReasonCancelled {
+	if why == ReasonCancelled || why == ReasonBreakerOpen {
+		// The caller left; or the breaker is open, which it logged when
+		// it opened: its answers, millions a second while a node is down,
+		// need no clock read and no shared count here.
 		return
 	}
 	n := nd.failLog.missed.Add(1)
