@@ -114,6 +114,11 @@ type tally struct {
 	slowest  [3]time.Duration
 	admitted [3]int64
 	errs     int64
+	// stall is the longest a goroutine that only sleeps 1 ms woke late
+	// during the drive: how long the test machine (2 cores, -race,
+	// other packages' tests) held any goroutine off a CPU. A caller can
+	// be held off as long on top of its budget.
+	stall time.Duration
 }
 
 func (a *tally) add(b *tally) {
@@ -126,6 +131,18 @@ func (a *tally) add(b *tally) {
 		}
 	}
 	a.errs += b.errs
+	a.stall = max(a.stall, b.stall)
+}
+
+// checkBudget fails t when a call on any node took longer than 1.5 ×
+// timeout plus the longest stall of the test machine seen meanwhile.
+func (a *tally) checkBudget(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	for i := range a.calls {
+		if bound := timeout*3/2 + a.stall; a.slowest[i] > bound {
+			t.Errorf("node %d: slowest Allow %v, want <= 1.5 × Timeout (%v) + the machine's longest stall (%v)", i, a.slowest[i], timeout, a.stall)
+		}
+	}
 }
 
 // notRemote is the share of node i's answers not decided by Redis (a
@@ -143,7 +160,7 @@ func (a *tally) String() string {
 	for i := range a.calls {
 		fmt.Fprintf(&b, "node %d: %d calls, %.2f%% not from Redis, slowest %v, admitted %d; ", i, a.calls[i], 100*a.notRemote(i), a.slowest[i], a.admitted[i])
 	}
-	fmt.Fprintf(&b, "%d errors", a.errs)
+	fmt.Fprintf(&b, "%d errors, machine stalled up to %v", a.errs, a.stall)
 	return b.String()
 }
 
@@ -157,6 +174,22 @@ func (c *toxicCluster) drive(workers int, d time.Duration, lim Limit, mkCtx func
 	var n atomic.Int64
 	end := time.Now().Add(d)
 	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	probed := make(chan time.Duration)
+	go func() {
+		var worst time.Duration
+		for {
+			select {
+			case <-stop:
+				probed <- worst
+				return
+			default:
+			}
+			t0 := time.Now()
+			time.Sleep(time.Millisecond)
+			worst = max(worst, time.Since(t0)-time.Millisecond)
+		}
+	}()
 	for w := range workers {
 		wg.Add(1)
 		go func() {
@@ -190,6 +223,8 @@ func (c *toxicCluster) drive(workers int, d time.Duration, lim Limit, mkCtx func
 		}()
 	}
 	wg.Wait()
+	close(stop)
+	total.stall = <-probed
 	return &total
 }
 
@@ -223,11 +258,7 @@ func TestSlowNodeIsNotDead(t *testing.T) {
 			if ns.Opened != 0 {
 				t.Errorf("slow node's breaker opened %d times, want 0", ns.Opened)
 			}
-			for i := range 3 {
-				if got.slowest[i] > timeout*3/2 {
-					t.Errorf("node %d: slowest Allow %v, want <= 1.5 × Timeout", i, got.slowest[i])
-				}
-			}
+			got.checkBudget(t, timeout)
 		})
 	}
 }
@@ -260,13 +291,10 @@ func TestOneBudgetPerCall(t *testing.T) {
 				if got.errs != 0 {
 					t.Errorf("%d errors reached callers", got.errs)
 				}
-				// By design Timeout + 5 ms; 1.5 × Timeout so that a loaded
-				// 2-core machine under -race does not flake.
-				for i := range 3 {
-					if got.slowest[i] > timeout*3/2 {
-						t.Errorf("node %d: slowest Allow %v, want <= 1.5 × Timeout (%v)", i, got.slowest[i], timeout)
-					}
-				}
+				// By design Timeout + 5 ms; 1.5 × Timeout plus the
+				// machine's stalls so that a loaded 2-core machine
+				// under -race does not flake.
+				got.checkBudget(t, timeout)
 			})
 		}
 	}
