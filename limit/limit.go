@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/bits"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Bounds on a Limit. Within them every transition is exact in both int64 and
@@ -20,6 +22,9 @@ const (
 	// (Burst*Period/Rate), so that every reported duration fits.
 	MaxFill = 100 * 365 * 24 * time.Hour
 
+	// MaxNameLen is the longest Name accepted, in bytes.
+	MaxNameLen = 64
+
 	// maxScaled bounds every product of a count and a period in quanta.
 	maxScaled = 1 << 50
 )
@@ -31,11 +36,22 @@ const (
 // to Rate). Period must be a whole number of microseconds.
 //
 // Limit is a comparable value; two equal Limits share state in a limiter.
+//
+// Name, when set, is what a store keys the limit's state by, with the
+// algorithm, instead of its rate, period and burst: a limit that changes
+// under the same name keeps its budget. A store that meets a named
+// limit's state written for another rate, period or burst converts it
+// (see [Convert]): the units in use stay in use, at most the new
+// capacity. An unnamed limit that changes is another limit, whose state
+// starts full (the old state is dropped when it expires). A change of
+// algorithm starts afresh, named or not.
 type Limit struct {
 	Algorithm Algorithm
 	Rate      int64
 	Period    time.Duration
 	Burst     int64
+	// Name is 0 to MaxNameLen bytes of UTF-8 without control characters.
+	Name string
 }
 
 // PerSecond returns a token bucket of n units per second with a burst of n.
@@ -47,12 +63,17 @@ func PerMinute(n int64) Limit { return Limit{Rate: n, Period: time.Minute} }
 // PerHour returns a token bucket of n units per hour with a burst of n.
 func PerHour(n int64) Limit { return Limit{Rate: n, Period: time.Hour} }
 
-// String formats the limit as, for example, "TokenBucket(100/1m0s, burst 100)".
+// String formats the limit as, for example, "TokenBucket(100/1m0s, burst
+// 100)", after its name and a colon when it has one: "api: FixedWindow(10/1s)".
 func (l Limit) String() string {
-	if l.Algorithm.isBucket() {
-		return fmt.Sprintf("%v(%d/%v, burst %d)", l.Algorithm, l.Rate, l.Period, l.Capacity())
+	name := ""
+	if l.Name != "" {
+		name = l.Name + ": "
 	}
-	return fmt.Sprintf("%v(%d/%v)", l.Algorithm, l.Rate, l.Period)
+	if l.Algorithm.isBucket() {
+		return fmt.Sprintf("%s%v(%d/%v, burst %d)", name, l.Algorithm, l.Rate, l.Period, l.Capacity())
+	}
+	return fmt.Sprintf("%s%v(%d/%v)", name, l.Algorithm, l.Rate, l.Period)
 }
 
 // Capacity returns the most units the limit admits at once: Burst for the
@@ -88,24 +109,29 @@ func (l Limit) CheckCost(cost int64) error {
 // counted in quanta of Q microseconds; the period is P quanta.
 type Spec struct {
 	Algorithm Algorithm
+	named     bool  // the limit has a Name, which the store compares itself
 	Q         int64 // microseconds per quantum: a power of ten dividing the period
 	P         int64 // period in quanta
 	R         int64 // rate: units per period
 	C         int64 // capacity
 }
 
+// Named reports whether sp is the Spec of a named limit.
+func (sp *Spec) Named() bool { return sp.named }
+
 // Matches reports whether sp is the Spec of l, that is, whether l is valid
 // and has the canonical form of the limit sp was computed from. It is exact
 // and costs a few comparisons, where l.Spec() validates and searches for the
 // quantum: stores that keep a Spec per state find a request's state by it
-// without keeping the Limit too. sp must come from Limit.Spec.
+// without keeping the Limit too. sp must come from Limit.Spec. For a named
+// limit, Matches compares neither name: the store compares them.
 func (sp *Spec) Matches(l Limit) bool {
 	// A valid l has the Spec of its canonical form, and the canonical form
 	// is fixed by the algorithm, rate, period and capacity: a Burst equal
 	// to the capacity, or 0 for a capacity equal to the rate. Every other
 	// Burst is another limit or invalid (a negative Burst, or a window's
 	// Burst other than 0 and the rate).
-	return sp.Algorithm == l.Algorithm && sp.R == l.Rate &&
+	return sp.Algorithm == l.Algorithm && sp.R == l.Rate && sp.named == (l.Name != "") &&
 		int64(l.Period) == sp.P*sp.Q*int64(time.Microsecond) &&
 		(l.Burst == sp.C || l.Burst == 0 && l.Rate == sp.C)
 }
@@ -137,9 +163,12 @@ func (l Limit) Spec() (Spec, error) {
 	if !l.Algorithm.isBucket() && l.Burst != 0 && l.Burst != l.Rate {
 		return Spec{}, fmt.Errorf("%w: burst %d given for %v, which takes none", ErrInvalidLimit, l.Burst, l.Algorithm)
 	}
+	if err := checkName(l.Name); err != nil {
+		return Spec{}, err
+	}
 	c := l.Capacity()
 	p := l.Period.Microseconds()
-	s := Spec{Algorithm: l.Algorithm, Q: 1, P: p, R: l.Rate, C: c}
+	s := Spec{Algorithm: l.Algorithm, Q: 1, P: p, R: l.Rate, C: c, named: l.Name != ""}
 	switch l.Algorithm {
 	case FixedWindow, SlidingWindowLog:
 		return s, nil // no product of a count and a period is formed
@@ -165,14 +194,35 @@ func (l Limit) Spec() (Spec, error) {
 	return Spec{}, fmt.Errorf("%w: %d per %v cannot be computed exactly (capacity × period too large); use a period of whole seconds or a smaller rate", ErrInvalidLimit, c, l.Period)
 }
 
+// checkName reports a Name that is too long, not UTF-8 or holds a control
+// character.
+func checkName(name string) error {
+	if len(name) > MaxNameLen {
+		return fmt.Errorf("%w: name of %d bytes, at most %d", ErrInvalidLimit, len(name), MaxNameLen)
+	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("%w: name %q is not UTF-8", ErrInvalidLimit, name)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) {
+			return fmt.Errorf("%w: name %q holds a control character", ErrInvalidLimit, name)
+		}
+	}
+	return nil
+}
+
 // CheckDistinct reports, wrapping ErrInvalidLimit, a limit given twice in
-// one request: both would name the same state, and charging it once or
-// twice would each surprise someone.
+// one request, or two limits of one name: both would name the same state,
+// and charging it once or twice would each surprise someone.
 func CheckDistinct(limits []Limit) error {
 	for i := 1; i < len(limits); i++ {
 		for j := 0; j < i; j++ {
-			if limits[i].Canonical() == limits[j].Canonical() {
-				return fmt.Errorf("%w: %v given twice", ErrInvalidLimit, limits[i])
+			a, b := limits[i], limits[j]
+			if a.Name != "" && a.Name == b.Name {
+				return fmt.Errorf("%w: two limits named %q", ErrInvalidLimit, a.Name)
+			}
+			if a.Canonical() == b.Canonical() {
+				return fmt.Errorf("%w: %v given twice", ErrInvalidLimit, a)
 			}
 		}
 	}

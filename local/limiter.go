@@ -141,13 +141,17 @@ func (l *Limiter) allowAt(key string, nowUS, cost int64, limits []limit.Limit) (
 func (l *Limiter) allowOne(d *limit.Decision, sh *shard, h uint64, key string, nowUS, cost int64, lim *limit.Limit) error {
 	sh.mu.Lock()
 	e := sh.lookup(h, key, lim)
-	if e == nil {
+	if e == nil || e.changed(lim) {
 		sp, err := lim.Spec()
 		if err != nil || cost < 1 || cost > sp.C {
 			sh.mu.Unlock()
 			return l.badRequest(sh, []limit.Limit{*lim}, 0, cost, err)
 		}
-		e = sh.insert(nil, h, key, sp, nowUS)
+		if e == nil {
+			e = sh.insert(nil, h, key, lim, sp, nowUS)
+		} else {
+			e.convert(sp, nowUS)
+		}
 	} else if cost < 1 || cost > e.spec.C {
 		sh.mu.Unlock()
 		return l.badRequest(sh, []limit.Limit{*lim}, 0, cost, nil)
@@ -207,7 +211,7 @@ func (l *Limiter) GiveBack(key string, leaseAt time.Time, units int64, limits ..
 	sh := l.shardOf(h)
 	sh.mu.Lock()
 	for i := range limits {
-		if e := sh.lookup(h, key, &limits[i]); e != nil {
+		if e := sh.lookup(h, key, &limits[i]); e != nil && !e.changed(&limits[i]) {
 			st := [1]*limit.State{&e.state}
 			limit.GiveBackSpecs(st[:], []limit.Spec{e.spec}, nowUS, leaseUS, units)
 			e.used = nowUS

@@ -44,11 +44,12 @@ type entry struct {
 	buf   [inlineKey]byte
 	h     uint64 // the key's hash: the entry's chain in its shard's index
 	next  *entry // the next entry of the same hash, or nil
+	name  string // the limit's Name: read only for named limits (spec.Named)
 }
 
 // inlineKey is the longest key stored in its entry: up to 16 bytes share
 // the State's cache line.
-const inlineKey = 64
+const inlineKey = 48
 
 // newEntry returns an entry for key holding its own copy of the key, in the
 // entry when it fits.
@@ -140,11 +141,35 @@ type shard struct {
 	_ [48]byte // to two 64-byte cache lines
 }
 
+// is reports whether e holds the state of (key, lim): an unnamed limit's
+// entry is found by the limit, a named one's by its name and algorithm, so
+// that a named limit that changed finds its entry, to convert it (see
+// changed).
+func (e *entry) is(key string, lim *limit.Limit) bool {
+	if lim.Name == "" {
+		return e.spec.Matches(*lim) && e.key == key
+	}
+	return e.spec.Named() && e.spec.Algorithm == lim.Algorithm && e.key == key && e.name == lim.Name
+}
+
+// changed reports whether e, found for lim, was written for another limit
+// of lim's name.
+func (e *entry) changed(lim *limit.Limit) bool {
+	return lim.Name != "" && !e.spec.Matches(*lim)
+}
+
+// convert makes e's state that of sp, a named limit that changed, at nowUS
+// (limit.Spec.Convert).
+func (e *entry) convert(sp limit.Spec, nowUS int64) {
+	sp.Convert(&e.spec, &e.state, nowUS)
+	e.spec = sp
+}
+
 // find returns the entry of (key, lim) in the chain from head, or nil: nil
-// also when lim is invalid.
+// also when lim is invalid and unnamed.
 func find(head *entry, key string, lim *limit.Limit) *entry {
 	for e := head; e != nil; e = e.next {
-		if e.spec.Matches(*lim) && e.key == key {
+		if e.is(key, lim) {
 			return e
 		}
 	}
@@ -156,7 +181,7 @@ func find(head *entry, key string, lim *limit.Limit) *entry {
 // when its key hashed the same, so a request for another key does not touch
 // it.
 func (sh *shard) lookup(h uint64, key string, lim *limit.Limit) *entry {
-	if e := sh.last; e != nil && sh.lastHash == h && e.spec.Matches(*lim) && e.key == key {
+	if e := sh.last; e != nil && sh.lastHash == h && e.is(key, lim) {
 		return e
 	}
 	return find(sh.m.get(h), key, lim)
@@ -234,23 +259,31 @@ func (g *group) holds(e *entry) bool {
 // when g is ready. Called with sh.mu held.
 func (sh *shard) gather(g *group, h uint64, key string, limits []limit.Limit, cost int64, capped bool, nowUS int64) (int, error) {
 	head := sh.m.get(h)
-	missing := false
+	missing, changed := false, false
 	for i := range limits {
 		var sp limit.Spec
 		e := find(head, key, &limits[i])
-		if e != nil {
+		if e != nil && !e.changed(&limits[i]) {
 			sp = e.spec
 		} else {
 			var err error
 			if sp, err = limits[i].Spec(); err != nil {
 				return i, err
 			}
-			missing = true
+			missing = missing || e == nil
+			changed = changed || e != nil
 		}
 		if cost < 1 || capped && cost > sp.C {
 			return i, nil
 		}
 		g.entries[i], g.specs[i], g.fresh[i] = e, sp, e == nil
+	}
+	if changed {
+		for i, e := range g.entries {
+			if e != nil && e.changed(&limits[i]) {
+				e.convert(g.specs[i], nowUS)
+			}
+		}
 	}
 	if missing {
 		if len(limits) > sh.cap {
@@ -258,7 +291,7 @@ func (sh *shard) gather(g *group, h uint64, key string, limits []limit.Limit, co
 		}
 		for i, e := range g.entries {
 			if e == nil {
-				g.entries[i] = sh.insert(g, h, key, g.specs[i], nowUS)
+				g.entries[i] = sh.insert(g, h, key, &limits[i], g.specs[i], nowUS)
 			}
 		}
 	}
@@ -281,18 +314,18 @@ func (sh *shard) settle(g *group, charged bool, nowUS int64) {
 	}
 }
 
-// insert adds a fresh entry for key and the limit of sp at the end of
+// insert adds a fresh entry for key and lim, of Spec sp, at the end of
 // key's chain, first making room when the shard is full (and tidying a little
 // when it is not). Entries in g (which may be nil) are never dropped. Called
 // with sh.mu held.
-func (sh *shard) insert(g *group, h uint64, key string, sp limit.Spec, nowUS int64) *entry {
+func (sh *shard) insert(g *group, h uint64, key string, lim *limit.Limit, sp limit.Spec, nowUS int64) *entry {
 	if sh.n >= sh.cap {
 		sh.evict(g, nowUS)
 	} else {
 		sh.tidy(g, nowUS)
 	}
 	e := newEntry(key) // a copy the caller cannot change or pin
-	e.h, e.spec, e.used = h, sp, nowUS
+	e.h, e.spec, e.used, e.name = h, sp, nowUS, lim.Name
 	if head := sh.m.get(h); head != nil {
 		p := head
 		for ; ; p = p.next {

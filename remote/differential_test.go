@@ -24,29 +24,68 @@ var limitSets = [][]limit.Limit{
 	{limit.PerSecond(5), {Algorithm: limit.FixedWindow, Rate: 5, Period: time.Second}},
 	{{Algorithm: limit.SlidingWindowLog, Rate: 6, Period: time.Second}, limit.PerHour(40)},
 	{{Algorithm: limit.LeakyBucket, Rate: 4, Period: time.Second, Burst: 4}, {Algorithm: limit.SlidingWindowCounter, Rate: 7, Period: time.Second}, limit.PerHour(40)},
+	// Named limits whose rate, period or burst differs from set to set:
+	// each meets its state written for another, and converts it.
+	{{Rate: 5, Period: time.Second, Name: "n"}},
+	{{Rate: 8, Period: time.Second, Burst: 3, Name: "n"}},
+	{{Rate: 2, Period: 100 * time.Millisecond, Name: "n"}},
+	{{Algorithm: limit.LeakyBucket, Rate: 4, Period: time.Second, Burst: 4, Name: "q"}},
+	{{Algorithm: limit.LeakyBucket, Rate: 2, Period: time.Second, Burst: 6, Name: "q"}},
+	{{Algorithm: limit.FixedWindow, Rate: 5, Period: time.Second, Name: "w"}},
+	{{Algorithm: limit.FixedWindow, Rate: 3, Period: 500 * time.Millisecond, Name: "w"}},
+	{{Algorithm: limit.SlidingWindowLog, Rate: 6, Period: time.Second, Name: "l"}},
+	{{Algorithm: limit.SlidingWindowLog, Rate: 3, Period: 2 * time.Second, Name: "l"}},
+	{{Algorithm: limit.SlidingWindowCounter, Rate: 7, Period: time.Second, Name: "c"}},
+	{{Algorithm: limit.SlidingWindowCounter, Rate: 100, Period: time.Minute, Name: "c"}},
+	{{Rate: 3, Period: time.Second, Name: "n"}, {Algorithm: limit.FixedWindow, Rate: 4, Period: time.Second, Name: "w"}},
 }
 
 type refKey struct {
 	key string
-	l   limit.Limit
+	l   limit.Limit // a named limit's name and algorithm only
+}
+
+// refState is a state and the Spec it was written for.
+type refState struct {
+	spec limit.Spec
+	st   limit.State
 }
 
 // reference is package limit keeping state the way Redis does: one state
-// per (key, limit), whatever set it is charged through.
-type reference map[refKey]*limit.State
+// per (key, limit), whatever set it is charged through; for a named limit
+// one per (key, name, algorithm), converted (limit.Spec.Convert) when a
+// set with another limit of the name meets it.
+type reference map[refKey]*refState
 
-func (r reference) states(key string, limits []limit.Limit) ([]*limit.State, []limit.Spec) {
-	st := make([]*limit.State, len(limits))
-	sp := make([]limit.Spec, len(limits))
-	for i, l := range limits {
-		k := refKey{key, l}
-		if r[k] == nil {
-			r[k] = new(limit.State)
+// states returns the states and specs of limits for key at nowUS. A named
+// state written for another limit is converted when convert is set, and
+// otherwise left out (GiveBack skips it).
+func (r reference) states(key string, limits []limit.Limit, nowUS int64, convert bool) ([]*limit.State, []limit.Spec) {
+	var st []*limit.State
+	var sps []limit.Spec
+	for _, l := range limits {
+		id := l
+		if l.Name != "" {
+			id = limit.Limit{Algorithm: l.Algorithm, Name: l.Name}
 		}
-		st[i] = r[k]
-		sp[i], _ = l.Spec()
+		sp, _ := l.Spec()
+		k := refKey{key, id}
+		rs := r[k]
+		if rs == nil {
+			rs = &refState{spec: sp}
+			r[k] = rs
+		}
+		if rs.spec != sp {
+			if !convert {
+				continue
+			}
+			sp.Convert(&rs.spec, &rs.st, nowUS)
+			rs.spec = sp
+		}
+		st = append(st, &rs.st)
+		sps = append(sps, sp)
 	}
-	return st, sp
+	return st, sps
 }
 
 type heldLease struct {
@@ -90,7 +129,6 @@ func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back
 		key := keys[rng.IntN(len(keys))]
 		set := rng.IntN(len(limitSets))
 		limits := limitSets[set]
-		states, specs := ref.states(key, limits)
 		switch x := rng.IntN(10); {
 		case x < 6:
 			minCap := limits[0].Capacity()
@@ -105,6 +143,7 @@ func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back
 				}
 				continue
 			}
+			states, specs := ref.states(key, limits, now.UnixMicro(), true)
 			want, wb := limit.TakeSpecs(states, specs, now.UnixMicro(), cost)
 			if err != nil || got != want || gb != wb {
 				t.Fatalf("op %d at %v: Decide(%s, %d, set %d) = %+v binding %d, %v; want %+v binding %d",
@@ -116,6 +155,7 @@ func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back
 			if err != nil {
 				t.Fatalf("op %d: Lease(%s, %d, set %d) error = %v", op, key, want, set, err)
 			}
+			states, specs := ref.states(key, limits, now.UnixMicro(), true)
 			g, d := limit.LeaseSpecs(states, specs, now.UnixMicro(), want)
 			if got.Granted != g || got.Decision != d || got.At != now.UnixMicro() {
 				t.Fatalf("op %d at %v: Lease(%s, %d, set %d) = %+v, want granted %d %+v at %d",
@@ -135,8 +175,9 @@ func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back
 			if err := s.GiveBack(ctx, l.key, l.at, units, limitSets[l.set]...); err != nil {
 				t.Fatalf("op %d: GiveBack error = %v", op, err)
 			}
-			st, sp := ref.states(l.key, limitSets[l.set])
-			limit.GiveBackSpecs(st, sp, now.UnixMicro(), l.at, units)
+			if st, sp := ref.states(l.key, limitSets[l.set], now.UnixMicro(), false); len(st) > 0 {
+				limit.GiveBackSpecs(st, sp, now.UnixMicro(), l.at, units)
+			}
 		}
 	}
 }

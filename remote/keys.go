@@ -14,8 +14,15 @@ const MaxKeyLen = 512
 const DefaultPrefix = "rl:"
 
 // appendSuffix appends what follows the user key in a Redis key:
-// }:<algorithm>:<rate>:<period>[:<burst>].
+// }:<algorithm>:<rate>:<period>[:<burst>], or }:@<algorithm>:<name> for a
+// named limit, whose state carries the limit it was written for.
 func appendSuffix(b []byte, l limit.Limit) []byte {
+	if l.Name != "" {
+		b = append(b, "}:@"...)
+		b = append(b, l.Algorithm.Code()...)
+		b = append(b, ':')
+		return append(b, l.Name...)
+	}
 	b = append(b, "}:"...)
 	b = append(b, l.Algorithm.Code()...)
 	b = append(b, ':')

@@ -101,7 +101,7 @@ func newScriptSet(edit func(string) string) *scriptSet {
 
 // decideOne returns the script that decides one request against limits.
 func (s *scriptSet) decideOne(limits []limit.Limit) *script {
-	if len(limits) == 1 && limits[0].Algorithm == limit.TokenBucket {
+	if len(limits) == 1 && limits[0].Algorithm == limit.TokenBucket && limits[0].Name == "" {
 		return s.take
 	}
 	return s.decide[mask(limits)]

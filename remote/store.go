@@ -245,6 +245,10 @@ func (s *Store) appendRequest(keys []string, args []any, key string, limits []li
 	return keys, args
 }
 
+// namedFlag is added to a named limit's algorithm in its script arguments
+// (NAMED in common.lua).
+const namedFlag = 8
+
 // specArgs are the five script arguments of a limit, boxed. The boxes of
 // the limit used last are kept: a busy node sees the same few limits over
 // and over, and boxing four integers above 255 allocates four times.
@@ -253,7 +257,11 @@ func (s *Store) specArgs(l limit.Limit) []any {
 		return c.args[:]
 	}
 	sp, _ := l.Spec() // validated by check
-	c := &boxedSpec{l: l, args: [5]any{int(sp.Algorithm), sp.Q, sp.P, sp.R, sp.C}}
+	alg := int(sp.Algorithm)
+	if sp.Named() {
+		alg += namedFlag
+	}
+	c := &boxedSpec{l: l, args: [5]any{alg, sp.Q, sp.P, sp.R, sp.C}}
 	s.lastArgs.Store(c)
 	return c.args[:]
 }

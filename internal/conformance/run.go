@@ -20,9 +20,13 @@ func Run(t *testing.T, tol time.Duration, decide Decider) {
 	for _, v := range Vectors {
 		t.Run(v.Name, func(t *testing.T) {
 			key := "conformance:" + v.Name
+			limits := v.Limits
 			for j, st := range v.Steps {
+				if c, ok := v.Changes[j]; ok {
+					limits = c
+				}
 				now := Base.Add(st.At)
-				got, binding, err := decide(t, key, v.Limits, now, st.Cost)
+				got, binding, err := decide(t, key, limits, now, st.Cost)
 				w := st.Want
 				if w.Err != nil {
 					if !errors.Is(err, w.Err) {

@@ -14,11 +14,13 @@ import (
 // time, so windows of a second, a minute or an hour start on it.
 var Base = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// Vector is a sequence of requests for one key against fixed limits.
+// Vector is a sequence of requests for one key against Limits, or, from
+// step i on, against Changes[i] when it is set: a limit that changes.
 type Vector struct {
-	Name   string
-	Limits []limit.Limit
-	Steps  []Step
+	Name    string
+	Limits  []limit.Limit
+	Steps   []Step
+	Changes map[int][]limit.Limit
 }
 
 // Step is one request at Base+At, and what it must return.
@@ -69,8 +71,9 @@ func lim(a limit.Algorithm, rate int64, period time.Duration, burst int64) limit
 
 const maxRate = int64(limit.MaxRate)
 
-// Vectors is the table: the basic vectors, then those of clock steps.
-var Vectors = append(basic[:len(basic):len(basic)], clockSteps...)
+// Vectors is the table: the basic vectors, then those of clock steps and
+// of limits that change.
+var Vectors = append(append(basic[:len(basic):len(basic)], clockSteps...), changes...)
 
 var basic = []Vector{
 	{

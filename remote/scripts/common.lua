@@ -7,6 +7,9 @@
 local last_args = {}
 
 -- The spec of the limit at ARGV[ai], the j-th of its request.
+-- A named limit's algorithm is sent plus NAMED, with its tag in sp.
+local NAMED = 8
+
 local function read_spec(j, ai)
   local a1, a2, a3, a4, a5 = ARGV[ai], ARGV[ai + 1], ARGV[ai + 2], ARGV[ai + 3], ARGV[ai + 4]
   local l = last_args[j]
@@ -14,18 +17,78 @@ local function read_spec(j, ai)
     return l.sp
   end
   local sp = {alg = tonumber(a1), q = tonumber(a2), p = tonumber(a3), r = tonumber(a4), c = tonumber(a5)}
+  if sp.alg >= NAMED then
+    sp.alg = sp.alg - NAMED
+    sp.tag = a2 .. ':' .. a3 .. ':' .. a4 .. ':' .. a5
+  end
   last_args[j] = {a1, a2, a3, a4, a5, sp = sp}
   return sp
 end
 
-local function read_views(ai, ki, nl, now)
+-- The tag a named key's state was written with, or nil.
+local function stored_tag(key, alg)
+  if alg == 3 then -- SlidingWindowLog
+    local m = rcall('ZRANGEBYSCORE', key, -1, -1)
+    if #m > 0 then
+      return string.sub(m[1], 2)
+    end
+    return nil
+  end
+  local s = rcall('GET', key)
+  if s then
+    return smatch(s, '|(.*)$')
+  end
+  return nil
+end
+
+-- Make named key's state that of sp, the limit its request names. A state
+-- written for another limit of that name is converted when convert is set
+-- (limit.Spec.Convert): the units in use at now, its capacity minus what it
+-- admits, are charged afresh to sp, at most sp's capacity. Otherwise the
+-- state is left alone and named returns false.
+local function named(key, sp, now, convert)
+  local old = stored_tag(key, sp.alg)
+  TAG[key] = sp.tag
+  if not old or old == sp.tag then
+    return true
+  end
+  if not convert then
+    TAG[key] = nil
+    return false
+  end
+  local A = ALG[sp.alg]
+  local used = 0
+  local q, p, r, c = smatch(old, '^(%d+):(%d+):(%d+):(%d+)$')
+  if q then
+    local from = {alg = sp.alg, q = tonumber(q), p = tonumber(p), r = tonumber(r), c = tonumber(c), tag = old}
+    TAG[key] = old
+    used = from.c - A.avail(A.look(key, from, now))
+    TAG[key] = sp.tag
+  end
+  rcall('DEL', key)
+  if used > 0 then
+    A.commit(A.look(key, sp, now), mmin(used, sp.c))
+  end
+  return true
+end
+
+-- The views of a request's nl limits, from ARGV[ai] and KEYS[ki] on, and
+-- the indexes after them. A named limit's state written for another limit
+-- of its name is converted when convert is set; otherwise its view is
+-- false.
+local function read_views(ai, ki, nl, now, convert)
   local views = {}
   for j = 1, nl do
     local sp = read_spec(j, ai)
     local A = ALG[sp.alg]
-    local v = A.look(KEYS[ki], sp, now)
-    v.A = A
-    views[j] = v
+    local key = KEYS[ki]
+    if sp.tag == nil or named(key, sp, now, convert) then
+      local v = A.look(key, sp, now)
+      v.A = A
+      views[j] = v
+    else
+      views[j] = false
+    end
     ai = ai + 5
     ki = ki + 1
   end

@@ -15,7 +15,9 @@ for _ = 1, tonumber(ARGV[1]) do
   local sp, take = nil, nil
   if nl == 1 and cost > 0 then
     sp = read_spec(1, ai + 2)
-    take = ALG[sp.alg].take
+    if sp.tag == nil then
+      take = ALG[sp.alg].take
+    end
   end
   if take then
     -- One limit whose algorithm decides a request in one step, without
@@ -32,7 +34,7 @@ for _ = 1, tonumber(ARGV[1]) do
     ki = ki + 1
   elseif cost < 0 then
     local views
-    views, ai, ki = read_views(ai + 2, ki, nl, now)
+    views, ai, ki = read_views(ai + 2, ki, nl, now, true)
     local g, best, d = take_lease(views, -cost)
     out[oi + 1] = g
     out[oi + 2] = best
@@ -44,7 +46,7 @@ for _ = 1, tonumber(ARGV[1]) do
     oi = oi + 7
   else
     local views
-    views, ai, ki = read_views(ai + 2, ki, nl, now)
+    views, ai, ki = read_views(ai + 2, ki, nl, now, true)
     local all = true
     for j = 1, nl do
       if not views[j].A.allows(views[j], cost) then

@@ -4,6 +4,6 @@
 -- delay (µs), server time (µs) of the lease.
 local now = clock()
 local want = tonumber(ARGV[1])
-local views = read_views(3, 1, tonumber(ARGV[2]), now)
+local views = read_views(3, 1, tonumber(ARGV[2]), now, true)
 local g, best, d = take_lease(views, want)
 return {g, best, d[1], d[2], d[3], d[4], now}

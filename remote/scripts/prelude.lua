@@ -61,6 +61,32 @@ local function ttl_ms(until_us, now_us)
   return d + 1
 end
 
+-- Named limits (limit.Limit.Name) are keyed by their name, and their state
+-- carries the tag of the limit it was written for, "q:p:r:c", so that a
+-- change of the limit is seen and the state converted (common.lua, named).
+-- TAG holds, for this call, the tag of each named key's current limit: a
+-- string state is stored as "<state>|<tag>", a log's tag is a member "~tag"
+-- scored -1, below every event.
+local TAG = {}
+
+-- The value of a string state, without its tag.
+local function kget(key)
+  local s = rcall('GET', key)
+  if s and TAG[key] then
+    s = smatch(s, '^[^|]*')
+  end
+  return s
+end
+
+-- Store a string state, with its key's tag when it has one.
+local function kset(key, val, ms)
+  local t = TAG[key]
+  if t then
+    val = val .. '|' .. t
+  end
+  rcall('SET', key, val, 'PX', ms)
+end
+
 -- Microseconds from the request's instant (the server's clock, raw) until
 -- quantum tq, never negative: from now even when the state is ahead of it.
 local function after(v, tq)

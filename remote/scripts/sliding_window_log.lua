@@ -5,7 +5,9 @@
 -- the key is next charged, as package limit drops them from its log. A
 -- newest event ahead of the clock by at most a period counts as no time
 -- passed; further ahead (the clock went back), the events after now become
--- events at now, and leave a period after now (package limit, look).
+-- events at now, and leave a period after now (package limit, look). A
+-- named limit's tag is a member scored -1, which no range of events meets
+-- (the newest of a log of no events but the tag reads as none).
 local SWL = {}
 
 -- Add n events at ts, numbered from seq.
@@ -43,7 +45,7 @@ end
 function SWL.look(key, sp, raw)
   local v = {sp = sp, key = key, raw = raw, now = raw, newest = -1, seq = -1}
   local last = rcall('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if #last == 2 then
+  if #last == 2 and tonumber(last[2]) >= 0 then
     v.newest = tonumber(last[2])
     v.seq = tonumber(smatch(last[1], '%-(%d+)$')) or 0
     if v.newest - raw > sp.p then
@@ -96,8 +98,11 @@ function SWL.commit(v, cost)
   if v.newest == v.now then
     seq = v.seq + 1
   end
-  rcall('ZREMRANGEBYSCORE', v.key, '-inf', str(v.now - v.sp.p))
+  rcall('ZREMRANGEBYSCORE', v.key, '0', str(v.now - v.sp.p)) -- not the tag, at -1
   swl_add(v.key, str(v.now), seq, cost)
+  if TAG[v.key] then
+    rcall('ZADD', v.key, -1, '~' .. TAG[v.key])
+  end
   rcall('PEXPIRE', v.key, ttl_ms(v.now + v.sp.p, v.raw))
 end
 

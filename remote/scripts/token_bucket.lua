@@ -26,7 +26,7 @@ end
 function TB.look(key, sp, raw)
   local nq = fdiv(raw, sp.q)
   local v = {sp = sp, key = key, raw = raw, now = raw, nq = nq, d = 0, base = modmul(nq, sp.r)}
-  v.d = tb_deficit(rcall('GET', key), v.base)
+  v.d = tb_deficit(kget(key), v.base)
   if v.d > sp.c * sp.p then
     v.d = sp.c * sp.p
     TB.store(v, v.d)
@@ -36,7 +36,7 @@ end
 
 -- take decides a request of cost units against this limit alone, exactly
 -- as look, allows, commit and decide do, without their tables: most
--- requests of a decide call are one token bucket. Returns allowed (1 or 0),
+-- requests of a decide call are one token bucket. Never for a named limit. Returns allowed (1 or 0),
 -- remaining, retry and reset (µs).
 function TB.take(key, sp, raw, cost)
   local q, p, r = sp.q, sp.p, sp.r
@@ -86,7 +86,7 @@ function TB.store(v, d)
     return
   end
   local until_us = (v.nq + cdiv(d, v.sp.r)) * v.sp.q
-  rcall('SET', v.key, str(mod52(v.base + d)), 'PX', ttl_ms(until_us, v.raw))
+  kset(v.key, str(mod52(v.base + d)), ttl_ms(until_us, v.raw))
 end
 
 function TB.commit(v, cost)
