@@ -86,7 +86,12 @@ type Rule struct {
 	// KeyAPIKey|KeyUser|KeyIP.
 	Key KeySource
 	// Limits are enforced together, all or nothing, in one decision: 1 to
-	// 16 distinct valid limits.
+	// 16 distinct valid limits. A limit without a Name is named after the
+	// rule and its index ("login#0"), so that a reload that changes its
+	// rate, period or burst keeps every client's budget (hybrid.Limit's
+	// Name: the units a client has used stay used, at most the new
+	// capacity). Name limits yourself to keep budgets when you reorder
+	// them.
 	Limits []hybrid.Limit
 	// MaxDelay is the longest a request admitted by a LeakyBucket limit
 	// is held (its Result.Delay). One that would wait longer is answered
@@ -138,6 +143,11 @@ func (r Rule) normalized() Rule {
 		r.MaxDelay = DefaultMaxDelay
 	}
 	r.Limits = slices.Clone(r.Limits)
+	for i := range r.Limits {
+		if r.Limits[i].Name == "" {
+			r.Limits[i].Name = r.Name + "#" + strconv.Itoa(i)
+		}
+	}
 	return r
 }
 
@@ -153,10 +163,11 @@ func (rs RuleSet) normalized() RuleSet {
 		out.Rules[i] = r.normalized()
 	}
 	if rs.Default != nil {
-		d := rs.Default.normalized()
+		d := *rs.Default
 		if d.Name == "" {
 			d.Name = DefaultRuleName
 		}
+		d = d.normalized()
 		out.Default = &d
 	}
 	return out

@@ -229,3 +229,48 @@ func TestWatchOversizedFile(t *testing.T) {
 		t.Errorf("log does not say why:\n%s", log.String())
 	}
 }
+
+// TestReloadKeepsBudgets: a reload that lowers a rule's limit does not
+// reset its clients (the rule's limits are named after it), while a limit
+// added to the rule starts full.
+func TestReloadKeepsBudgets(t *testing.T) {
+	lim, _ := newMini(t)
+	rules := func(limits ...hybrid.Limit) RuleSet {
+		return RuleSet{Rules: []Rule{{Name: "api", Route: "/a", Limits: limits}}, Default: &Rule{Limits: limits}}
+	}
+	mw := newMiddleware(t, lim, Config{Rules: rules(hybrid.PerHour(10))})
+	h := mw.Wrap(ok)
+	for _, path := range []string{"/a", "/b"} {
+		for i := range 8 {
+			if w := do(h, "GET", path); w.Code != 200 {
+				t.Fatalf("GET %s #%d = %d, want 200", path, i+1, w.Code)
+			}
+		}
+	}
+	if err := mw.SetRules(rules(hybrid.PerHour(5))); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/a", "/b"} {
+		if w := do(h, "GET", path); w.Code != 429 {
+			t.Errorf("GET %s after lowering 10/h to 5/h with 8 used = %d, want 429", path, w.Code)
+		}
+	}
+	if err := mw.SetRules(rules(hybrid.PerHour(12))); err != nil {
+		t.Fatal(err)
+	}
+	// 5 in use (the lowered limit held at most 5) of 12: 7 more.
+	for _, path := range []string{"/a", "/b"} {
+		n := 0
+		for range 10 {
+			if do(h, "GET", path).Code == 200 {
+				n++
+			}
+		}
+		if n != 7 {
+			t.Errorf("GET %s under 12/h with 5 in use: %d admitted, want 7", path, n)
+		}
+	}
+	if got := mw.Rules(); got.Rules[0].Limits[0].Name != "api#0" || got.Default.Limits[0].Name != "default#0" {
+		t.Errorf("limits named %q and %q, want api#0 and default#0", got.Rules[0].Limits[0].Name, got.Default.Limits[0].Name)
+	}
+}

@@ -33,6 +33,7 @@ type fileRule struct {
 }
 
 type fileLimit struct {
+	Name      string `yaml:"name"`
 	Algorithm string `yaml:"algorithm"`
 	Rate      int64  `yaml:"rate"`
 	Period    string `yaml:"period"`
@@ -52,6 +53,7 @@ type fileLimit struct {
 //	        algorithm: token-bucket  # default; leaky-bucket, fixed-window,
 //	                                 # sliding-window-log, sliding-window-counter
 //	        burst: 5                 # buckets only; default rate
+//	        name: per-minute         # keys the budget; default <rule>#<index>
 //	    max_delay: 1s                # LeakyBucket only; default 1s
 //	    shadow: false                # dry run
 //	default:                         # optional; name defaults to "default"
@@ -186,7 +188,7 @@ func (fl fileLimit) limit() (hybrid.Limit, error) {
 	if err != nil {
 		return l, fmt.Errorf("period: %w", err)
 	}
-	l.Rate, l.Period, l.Burst = fl.Rate, p, fl.Burst
+	l.Rate, l.Period, l.Burst, l.Name = fl.Rate, p, fl.Burst, fl.Name
 	return l, l.Validate()
 }
 

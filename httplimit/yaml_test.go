@@ -26,7 +26,7 @@ rules:
     key: [api-key, user, ip]
     limits:
       - {rate: 100, period: 1s, burst: 200}
-      - {rate: 10000, period: 1h, algorithm: sliding-window-counter}
+      - {rate: 10000, period: 1h, algorithm: sliding-window-counter, name: hourly}
   - name: upload
     route: POST /upload/{name...}
     key: [user]
@@ -57,7 +57,7 @@ func TestParseRules(t *testing.T) {
 			{Name: "login", Route: "POST /login", Key: KeyIP, Limits: []hybrid.Limit{hybrid.PerMinute(5)}},
 			{Name: "search-pro", Route: "GET /search", Tier: "pro", Limits: []hybrid.Limit{
 				{Rate: 100, Period: time.Second, Burst: 200},
-				{Algorithm: hybrid.SlidingWindowCounter, Rate: 10000, Period: time.Hour},
+				{Algorithm: hybrid.SlidingWindowCounter, Rate: 10000, Period: time.Hour, Name: "hourly"},
 			}},
 			{Name: "upload", Route: "POST /upload/{name...}", Key: KeyUser, MaxDelay: 2 * time.Second, Limits: []hybrid.Limit{
 				{Algorithm: hybrid.LeakyBucket, Rate: 2, Period: time.Second, Burst: 4},

@@ -79,6 +79,27 @@
 // reads a bucket the same way, so that the Redis scripts and this package
 // agree exactly. See DESIGN-NOTES.md.
 //
+// # Limits that change
+//
+// A store keys an unnamed limit's state by the limit: a limit with another
+// rate, period or burst is another limit, whose state starts as the zero
+// State (a full budget). A named limit's state is keyed by its Name and
+// algorithm, and kept with the Spec it was written for; a request whose
+// limit of that name has another Spec converts it first ([Convert]): the
+// units in use at now, the old capacity minus what the old limit admits
+// (rounded up to whole units), are charged afresh to the new limit at now,
+// at most its capacity. So a change never grants more than the new
+// capacity, and a lowered limit denies a client that used more than it
+// for at most one fill time (a bucket) or one period (two for
+// SlidingWindowCounter). Conversion keeps counts, not times: units that
+// would have left a window soon are charged at now and leave a period
+// later, and a bucket's fraction of a token is lost. While instances
+// disagree on a limit (a rolling reload), each conversion keeps the units
+// in use, capped by the capacity it converts to: a key used beyond the
+// lower capacity loses the excess once, so it is admitted at most the
+// higher capacity minus the lower more per flip. Units of a lease taken
+// under the old limit are not given back to the converted state.
+//
 // Leases (LeaseSpecs, GiveBackSpecs) follow the same rules: a lease given
 // back after its state was rebased finds its window, or its events, moved
 // to now, and returns nothing unless its own time lies in now's window, as

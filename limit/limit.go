@@ -23,7 +23,7 @@ const (
 	MaxFill = 100 * 365 * 24 * time.Hour
 
 	// MaxNameLen is the longest Name accepted, in bytes.
-	MaxNameLen = 64
+	MaxNameLen = 128
 
 	// maxScaled bounds every product of a count and a period in quanta.
 	maxScaled = 1 << 50
@@ -212,8 +212,9 @@ func checkName(name string) error {
 }
 
 // CheckDistinct reports, wrapping ErrInvalidLimit, a limit given twice in
-// one request, or two limits of one name: both would name the same state,
-// and charging it once or twice would each surprise someone.
+// one request (also under two names), or two limits of one name: both
+// would name the same state, or charge two states alike, and either would
+// surprise someone.
 func CheckDistinct(limits []Limit) error {
 	for i := 1; i < len(limits); i++ {
 		for j := 0; j < i; j++ {
@@ -221,6 +222,7 @@ func CheckDistinct(limits []Limit) error {
 			if a.Name != "" && a.Name == b.Name {
 				return fmt.Errorf("%w: two limits named %q", ErrInvalidLimit, a.Name)
 			}
+			a.Name, b.Name = "", ""
 			if a.Canonical() == b.Canonical() {
 				return fmt.Errorf("%w: %v given twice", ErrInvalidLimit, a)
 			}
