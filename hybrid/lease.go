@@ -28,8 +28,21 @@ type leaseReply = remote.Result
 // exceeded by more than the units outstanding in leases at that moment,
 // which Stats reports.
 //
-// LeakyBucket keys are never leased: a lease of queue places taken ahead
-// would let a burst through without the Delay that shapes it.
+// A lease outlives the units Redis has: when a batch comes back short (the
+// key is over its limit), the lease waits for the refill instead of
+// ending. While it is dry its requests are denied in process, with a
+// RetryAfter that counts to the next batch, and the next batch is asked
+// for one poll later: a batch's refill time at the limit's rate (ceiling
+// units), or Redis's RetryAfter if longer. So a client hammering a key far
+// over a fast limit costs a few Redis calls per poll across all instances,
+// and every unit the limit refills is taken and spent.
+//
+// A LeakyBucket lease holds places in the queue: Redis reports the work
+// ahead of the batch's first place, and each place k of the batch is one
+// drain interval (Period/Rate) after the one before, so a request spent
+// from the lease is held exactly as long as Redis would have held it. Its
+// batches do not overlap (the next is asked when the lease is dry), so that
+// places are spent in their order.
 
 // hotSlots is the size of the table that counts requests per key hash to
 // find hot keys: bounded memory whatever the number of keys.
@@ -92,6 +105,20 @@ type leaseEntry struct {
 	windowed bool         // a FixedWindow limit: the lease ends with the window
 	given    atomic.Int64 // units left just after the last batch arrived
 	took     atomic.Int64 // ns since base when it arrived
+
+	// short is set while Redis gives less than asked (the key is over its
+	// limit): a dry lease then denies in process, and no batch is asked
+	// for before waitUntil (ns since base), when a batch has refilled.
+	short     atomic.Bool
+	waitUntil atomic.Int64
+	resetAt   atomic.Int64 // ns since base when the binding limit is full again
+	poll      int64        // ns for a batch of ceiling units to refill, at the slowest limit's rate
+
+	// LeakyBucket: the time (ns since base) the work ahead of the batch's
+	// first place has drained, and the drain interval of one place (the
+	// longest of the request's LeakyBucket limits). 0 tick: no LeakyBucket.
+	slot0 atomic.Int64
+	tick  int64
 
 	// Written only by requests for the key with other limits (see idle).
 	probeUnits atomic.Int64
@@ -160,14 +187,56 @@ func (ls *leases) idle(e *leaseEntry, now int64) bool {
 
 func (ls *leases) now() int64 { return int64(time.Since(ls.base)) }
 
-// leasable reports whether limits may be leased.
-func leasable(limits []Limit) bool {
+// newEntry returns a lease of limits from nd, ceiling units at most per
+// batch.
+func newEntry(nd *node, limits []Limit, ceiling int64) *leaseEntry {
+	e := &leaseEntry{limits: slices.Clone(limits), node: nd}
 	for _, lim := range limits {
+		e.windowed = e.windowed || lim.Algorithm == FixedWindow
+		e.poll = max(e.poll, int64(time.Duration(ceiling)*lim.Period/time.Duration(lim.Rate)))
 		if lim.Algorithm == LeakyBucket {
-			return false
+			e.tick = max(e.tick, int64(lim.Period/time.Duration(lim.Rate)))
 		}
 	}
-	return true
+	return e
+}
+
+// arrived records a batch of granted units of want asked for, as Redis
+// answered it at now: its binding limit, Redis time and durations. A batch
+// short of want makes the lease wait for the refill.
+func (ls *leases) arrived(e *leaseEntry, lease remote.Result, want int64, now int64) {
+	e.at.Store(lease.At)
+	e.binding.Store(int64(lease.Binding))
+	e.expires.Store(now + int64(ls.ttl(lease.ResetAfter, e.limits)))
+	e.resetAt.Store(now + int64(lease.ResetAfter))
+	e.slot0.Store(now + int64(lease.Delay))
+	e.took.Store(now)
+	if lease.Granted < want {
+		e.short.Store(true)
+		e.waitUntil.Store(now + max(e.poll, int64(lease.RetryAfter)))
+	} else {
+		e.short.Store(false)
+	}
+}
+
+// dry answers a request that a waiting lease cannot serve: denied, until
+// the next batch can have arrived (the wait for the refill, then a round
+// trip).
+func (ls *leases) dry(e *leaseEntry, limits []Limit, now int64) Result {
+	retry := time.Duration(max(e.waitUntil.Load()-now, 0) + e.node.rtt.Load())
+	retry = max(retry, time.Microsecond)
+	reset := max(time.Duration(e.resetAt.Load()-now), retry)
+	return Result{Limit: limits[e.binding.Load()], RetryAfter: retry, ResetAfter: reset, Source: SourceDenyCache}
+}
+
+// delay is how long to hold a request whose first place is the k-th of
+// the LeakyBucket lease e's batch, at now: until the work ahead of it has
+// drained.
+func (e *leaseEntry) delay(k, now int64) time.Duration {
+	if e.tick == 0 {
+		return 0
+	}
+	return time.Duration(max(e.slot0.Load()+k*e.tick-now, 0))
 }
 
 // demand counts a request for key and returns the key's recent rate, in
@@ -215,13 +284,20 @@ func (ls *leases) spend(key string, n int64, limits []Limit) (r Result, served, 
 	left := e.units.Add(-n)
 	if left < 0 {
 		e.units.Add(n)
+		if e.short.Load() {
+			// Over the limit: Redis has nothing until the refill.
+			if now >= e.waitUntil.Load() {
+				ls.renew(key, e)
+			}
+			return ls.dry(e, limits, now), true, true
+		}
 		ls.renew(key, e)
 		return Result{}, false, true
 	}
-	if left < e.size.Load()/2 {
+	if e.tick == 0 && left < e.size.Load()/2 && (!e.short.Load() || now >= e.waitUntil.Load()) {
 		ls.renew(key, e)
 	}
-	return Result{Allowed: true, Limit: limits[e.binding.Load()], Remaining: left, Source: SourceLease}, true, true
+	return Result{Allowed: true, Limit: limits[e.binding.Load()], Remaining: left, Delay: e.delay(e.given.Load()-left-n, now), Source: SourceLease}, true, true
 }
 
 // size is the batch to ask for from nd: about RenewEvery of the demand, or
@@ -271,33 +347,30 @@ func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, key st
 	if !ok {
 		return Result{}, takeFailed, why, err
 	}
-	if lease.Granted < n {
-		if lease.Granted == 0 {
-			// Redis has nothing to give: that is a denial.
-			return result(lease.Decision, limits[lease.Binding], SourceRemote), taken, 0, nil
-		}
+	if lease.Granted > 0 && lease.Granted < n {
 		// Copies: the caller's key and limits must not escape.
 		k, lims, at, units := strings.Clone(key), slices.Clone(limits), lease.At, lease.Granted
 		ls.goDo(true, func() { ls.giveBack(nd, k, at, units, lims) })
 		return Result{}, takeSkipped, 0, nil
 	}
-	e := &leaseEntry{limits: slices.Clone(limits), node: nd}
-	for _, lim := range limits {
-		e.windowed = e.windowed || lim.Algorithm == FixedWindow
-	}
-	e.units.Store(lease.Granted - n)
-	e.given.Store(lease.Granted - n)
-	e.took.Store(ls.now())
-	e.at.Store(lease.At)
+	// A lease, or, when Redis has nothing to give, one that waits for the
+	// refill: the requests that follow are denied in process.
+	e := newEntry(nd, limits, ls.ceiling(limits))
+	granted := max(lease.Granted-n, 0)
+	e.units.Store(granted)
+	e.given.Store(granted)
 	e.size.Store(want)
-	e.binding.Store(int64(lease.Binding))
-	e.expires.Store(ls.now() + int64(ls.ttl(lease.ResetAfter, limits)))
+	ls.arrived(e, lease, want, ls.now())
 	if old, loaded := ls.entries.Swap(key, e); loaded {
 		ls.expire(key, old.(*leaseEntry))
 	} else {
 		ls.count.Add(1)
 	}
-	return Result{Allowed: true, Limit: limits[lease.Binding], Remaining: lease.Granted - n, ResetAfter: lease.ResetAfter, Source: SourceLease}, taken, 0, nil
+	if lease.Granted == 0 {
+		// Redis has nothing to give: that is a denial.
+		return result(lease.Decision, limits[lease.Binding], SourceRemote), taken, 0, nil
+	}
+	return Result{Allowed: true, Limit: limits[lease.Binding], Remaining: granted, ResetAfter: lease.ResetAfter, Delay: lease.Delay, Source: SourceLease}, taken, 0, nil
 }
 
 // ttl is Lease.TTL, shortened to the end of the window for FixedWindow,
@@ -325,13 +398,21 @@ func (ls *leases) renew(key string, e *leaseEntry) {
 			ls.expire(key, e)
 			return
 		}
-		// The demand since the last batch: what it has spent, per second.
 		now := ls.now()
 		left := e.units.Load()
+		short := e.short.Load()
+		if short && now < e.waitUntil.Load() {
+			return // the refill is not there yet
+		}
+		// The demand since the last batch: what it has spent, per second.
 		spent := e.given.Load() - left
 		rate := float64(max(spent, 1)) / max(time.Duration(now-e.took.Load()), time.Millisecond).Seconds()
-		// What is held, plus the batch, stays within MaxFraction.
-		want := min(ls.size(e.node, rate, 1, e.limits), ls.ceiling(e.limits)-max(left, 0))
+		// What is held, plus the batch, stays within MaxFraction; over the
+		// limit, the demand is more than any batch.
+		want := ls.ceiling(e.limits) - max(left, 0)
+		if !short {
+			want = min(ls.size(e.node, rate, 1, e.limits), want)
+		}
 		if e.windowed {
 			// Units of a window are lost when it ends: take no more than
 			// the demand can spend before then.
@@ -346,18 +427,11 @@ func (ls *leases) renew(key string, e *leaseEntry) {
 		if !ok {
 			return
 		}
-		if lease.Granted == 0 {
-			// Redis has nothing to give: end the lease, so that requests
-			// go to Redis and its denials are cached as for any key.
-			ls.expire(key, e)
-			return
-		}
+		// Nothing, or less than asked: the key is over its limit, and the
+		// lease waits for the refill (arrived) rather than ending.
 		e.size.Store(want)
-		e.at.Store(lease.At)
-		e.binding.Store(int64(lease.Binding))
-		e.expires.Store(ls.now() + int64(ls.ttl(lease.ResetAfter, e.limits)))
 		e.given.Store(e.units.Add(lease.Granted))
-		e.took.Store(ls.now())
+		ls.arrived(e, lease, want, ls.now())
 		// Expired meanwhile: whatever expire did not take back goes back now.
 		if cur, _ := ls.entries.Load(key); cur != e {
 			if left := e.units.Swap(0); left > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -85,13 +86,47 @@ func TestLeaseBadInputConsumesNothing(t *testing.T) {
 	}
 }
 
-func TestLeaseNotForLeakyBucket(t *testing.T) {
-	lim, _ := newMini(t, 1, Config{})
+// TestLeaseLeakyBucketKeepsShaping: a hot LeakyBucket key is served from a
+// lease of queue places, and every admitted request is held as Redis would
+// hold it: the k-th release (call time + Delay) comes no earlier than k
+// drain intervals after the start. Bounded: 3,000,000 calls
+// or 200 ms.
+func TestLeaseLeakyBucketKeepsShaping(t *testing.T) {
+	srv := redistest.Start(t)
+	lim, err := New(Config{Addrs: []string{srv.Addr()}, Timeout: 2 * time.Second, Lease: LeaseConfig{HotRate: 100, MaxFraction: 0.1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lim.Close()
 	ctx := context.Background()
-	l := Limit{Algorithm: LeakyBucket, Rate: 1_000_000, Period: time.Second, Burst: 1_000_000}
-	for i := 0; i < 500; i++ {
-		if r, err := lim.Allow(ctx, "shaped", l); err != nil || r.Source != SourceRemote {
-			t.Fatalf("Allow #%d = %+v, %v; want every LeakyBucket answer from Redis", i, r, err)
+	const burst = 100
+	l := Limit{Algorithm: LeakyBucket, Rate: 10_000, Period: time.Second, Burst: burst}
+	tick := l.Period / time.Duration(l.Rate)
+	var releases []time.Duration
+	var sources [numSources]int
+	start := time.Now()
+	for i := 0; i < 3_000_000 && time.Since(start) < 200*time.Millisecond; i++ {
+		at := time.Since(start)
+		r, err := lim.Allow(ctx, "shaped", l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sources[r.Source]++
+		if r.Allowed {
+			releases = append(releases, at+r.Delay)
+		}
+	}
+	slices.Sort(releases)
+	t.Logf("%d admitted of %v; sources %v", len(releases), time.Since(start), sources)
+	if sources[SourceLease] == 0 {
+		t.Errorf("no answer from a lease: %v", sources)
+	}
+	// A leaky bucket's output never exceeds its rate, from the first
+	// request on (the queue delays the burst, it does not let it through);
+	// Redis's clock and ours differ by a round trip's share: 3 ticks.
+	for k, r := range releases {
+		if want := time.Duration(k-3) * tick; r < want {
+			t.Fatalf("release %d at %v, before %v: the output outran the rate", k, r, want)
 		}
 	}
 }

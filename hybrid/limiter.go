@@ -227,7 +227,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	// and a cost from 1 to the units held, which never exceed a capacity.
 	// A request a lease serves is valid, and validating it (Limit.Spec for
 	// each limit) took a tenth of a lease answer's time.
-	lease := l.leases != nil && n >= 1 && leasable(limits)
+	lease := l.leases != nil && n >= 1
 	held := false
 	if lease {
 		var r Result

@@ -195,7 +195,10 @@ func (c *toxicCluster) drive(workers int, d time.Duration, lim Limit, mkCtx func
 		go func() {
 			defer wg.Done()
 			var mine tally
-			for i := w; n.Add(1) <= maxCalls && time.Now().Before(end); i += workers {
+			// Each caller goes round the nodes (and their keys): bound to
+			// one node, the callers of a node whose keys are denied in
+			// process spin, and starve the others on a 2-core machine.
+			for i := w; n.Add(1) <= maxCalls && time.Now().Before(end); i++ {
 				node := i % 3
 				key := c.keys[node][(i/3)%len(c.keys[node])]
 				ctx, cancel := context.Background(), context.CancelFunc(func() {})
@@ -309,7 +312,7 @@ func TestCancelledCallerLeavesAtOnce(t *testing.T) {
 	c.drive(16, 100*time.Millisecond, PerSecond(1_000_000), nil)
 	conns := c.connections(t, 0)
 	c.px[0].Latency(t, toxitest.Downstream, timeout/2, 0)
-	// A storm: every other caller gives up after 5 ms, long before the
+	// A storm: every other call gives up after 5 ms, long before the
 	// slow node answers.
 	const cancelAfter = 5 * time.Millisecond
 	mk := func(i int) (context.Context, context.CancelFunc) {
