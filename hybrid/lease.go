@@ -58,6 +58,7 @@ type leases struct {
 	slots   [hotSlots]hotSlot
 	entries sync.Map // key string -> *leaseEntry
 	count   atomic.Int64
+	lost    atomic.Int64 // units neither spent nor given back
 	wg      sync.WaitGroup
 	ctx     context.Context // cancelled by Close: renewals end
 	cancel  context.CancelFunc
@@ -285,9 +286,13 @@ func (ls *leases) spend(key string, n int64, limits []Limit) (r Result, served, 
 	if left < 0 {
 		e.units.Add(n)
 		if e.short.Load() {
-			// Over the limit: Redis has nothing until the refill.
-			if now >= e.waitUntil.Load() {
-				ls.renew(key, e)
+			// Over the limit: Redis has nothing until the refill. Once it
+			// is due, one request asks for the next batch and is decided
+			// by Redis itself, so that a request made at a dry answer's
+			// RetryAfter finds the refill; the others wait for the batch.
+			if now >= e.waitUntil.Load() && ls.ctx.Err() == nil && e.renewing.CompareAndSwap(false, true) {
+				ls.startRenewal(key, e)
+				return Result{}, false, true
 			}
 			return ls.dry(e, limits, now), true, true
 		}
@@ -390,6 +395,11 @@ func (ls *leases) renew(key string, e *leaseEntry) {
 	if ls.ctx.Err() != nil || !e.renewing.CompareAndSwap(false, true) {
 		return
 	}
+	ls.startRenewal(key, e)
+}
+
+// startRenewal renews e in the background; the caller has set renewing.
+func (ls *leases) startRenewal(key string, e *leaseEntry) {
 	ls.goDo(false, func() {
 		defer e.renewing.Store(false)
 		if ls.l.locate(key) != e.node {
@@ -459,12 +469,14 @@ func (ls *leases) expire(key string, e *leaseEntry) {
 // (or about to be), and its keys are decided elsewhere now.
 func (ls *leases) giveBack(nd *node, key string, at, units int64, limits []Limit) {
 	if ls.l.nodeByName(nd.name) != nd {
+		ls.lost.Add(units)
 		ls.l.cfg.Logger.Debug("hybrid: lease units dropped, their node left the ring", "node", nd.name, "units", units)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ls.l.cfg.Timeout)
 	defer cancel()
 	if err := nd.store.GiveBack(ctx, key, at, units, limits...); err != nil {
+		ls.lost.Add(units)
 		ls.l.cfg.Logger.Debug("hybrid: give-back failed", "node", nd.name, "units", units, "err", err)
 	}
 }

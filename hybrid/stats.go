@@ -17,9 +17,15 @@ type Stats struct {
 	// DenyCacheKeys is the number of keys the denial cache holds.
 	DenyCacheKeys int
 	// Leases is the number of keys served from leases; LeaseUnits the units
-	// they hold: the most the limits may be exceeded by at this moment.
-	Leases     int
-	LeaseUnits int64
+	// they hold: the most the limits may be exceeded by at this moment, and
+	// the units other instances cannot have meanwhile (with N instances,
+	// their sum bounds both the over- and the under-admission). LeaseUnitsLost
+	// counts the units leased that were neither spent nor given back (a
+	// give-back that failed, or whose node left the ring): admissions lost
+	// for good.
+	Leases         int
+	LeaseUnits     int64
+	LeaseUnitsLost int64
 }
 
 // NodeStats is one node's counters.
@@ -70,6 +76,7 @@ func (l *Limiter) Stats() Stats {
 	if l.leases != nil {
 		s.Leases = int(l.leases.count.Load())
 		s.LeaseUnits = l.leases.outstanding()
+		s.LeaseUnitsLost = l.leases.lost.Load()
 	}
 	nodes := *l.nodes.Load()
 	for _, name := range l.ring.Members() {

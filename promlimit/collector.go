@@ -43,7 +43,7 @@ type Collector struct {
 	http HTTPSource
 
 	decisions, calls, errs, batched, latency, breaker, opened, degraded,
-	leaseKeys, leaseUnits, denyKeys, undecided, noNode, mayEvict *prometheus.Desc
+	leaseKeys, leaseUnits, leaseLost, denyKeys, undecided, noNode, mayEvict *prometheus.Desc
 	requests, reloads, reloadErrors *prometheus.Desc
 }
 
@@ -75,7 +75,8 @@ func New(lim *hybrid.Limiter, cfg Config) (*Collector, error) {
 		opened:     desc("node_breaker_opened_total", "Times a node's circuit breaker opened.", "node"),
 		degraded:   desc("node_degraded", "1 while a node's keys are answered by the failure mode (fallback active).", "node"),
 		leaseKeys:  desc("lease_keys", "Keys served from leases."),
-		leaseUnits: desc("lease_units", "Units held in leases: the most the limits may be exceeded by at this moment."),
+		leaseUnits: desc("lease_units", "Units held in leases: the most the limits may be exceeded by at this moment, and the units other instances cannot have meanwhile."),
+		leaseLost:  desc("lease_units_lost_total", "Units leased that were neither spent nor given back (a give-back failed, or its node left the ring)."),
 		denyKeys:   desc("deny_cache_keys", "Keys the denial cache holds."),
 		undecided:  desc("node_undecided_total", "Answers for a node's keys given by the failure mode, by why Redis did not decide them.", "node", "reason"),
 		noNode:     desc("undecided_no_node_total", "Answers given by the failure mode because the ring had no node."),
@@ -91,7 +92,7 @@ func New(lim *hybrid.Limiter, cfg Config) (*Collector, error) {
 
 // Describe sends the descriptors of every metric the Collector emits.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.decisions, c.calls, c.errs, c.batched, c.latency, c.breaker, c.opened, c.degraded, c.leaseKeys, c.leaseUnits, c.denyKeys, c.undecided, c.noNode, c.mayEvict} {
+	for _, d := range []*prometheus.Desc{c.decisions, c.calls, c.errs, c.batched, c.latency, c.breaker, c.opened, c.degraded, c.leaseKeys, c.leaseUnits, c.leaseLost, c.denyKeys, c.undecided, c.noNode, c.mayEvict} {
 		ch <- d
 	}
 	if c.http != nil {
@@ -150,6 +151,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	emit(ch, c.noNode, prometheus.CounterValue, float64(st.Undecided[hybrid.ReasonNoNode]))
 	emit(ch, c.leaseKeys, prometheus.GaugeValue, float64(st.Leases))
 	emit(ch, c.leaseUnits, prometheus.GaugeValue, float64(st.LeaseUnits))
+	emit(ch, c.leaseLost, prometheus.CounterValue, float64(st.LeaseUnitsLost))
 	emit(ch, c.denyKeys, prometheus.GaugeValue, float64(st.DenyCacheKeys))
 
 	if c.http == nil {

@@ -86,9 +86,12 @@ hybridlimit_decisions_total{outcome="denied",source="remote"} 1
 # HELP hybridlimit_deny_cache_keys Keys the denial cache holds.
 # TYPE hybridlimit_deny_cache_keys gauge
 hybridlimit_deny_cache_keys 1
-# HELP hybridlimit_lease_units Units held in leases: the most the limits may be exceeded by at this moment.
+# HELP hybridlimit_lease_units Units held in leases: the most the limits may be exceeded by at this moment, and the units other instances cannot have meanwhile.
 # TYPE hybridlimit_lease_units gauge
 hybridlimit_lease_units 0
+# HELP hybridlimit_lease_units_lost_total Units leased that were neither spent nor given back (a give-back failed, or its node left the ring).
+# TYPE hybridlimit_lease_units_lost_total counter
+hybridlimit_lease_units_lost_total 0
 # HELP hybridlimit_node_breaker_state State of a node's circuit breaker: 1 for the current state.
 # TYPE hybridlimit_node_breaker_state gauge
 hybridlimit_node_breaker_state{node="%[1]s",state="closed"} 1
@@ -102,7 +105,7 @@ hybridlimit_node_degraded{node="%[1]s"} 0
 hybridlimit_node_errors_total{node="%[1]s"} 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(fmt.Sprintf(want, m.Addr())),
-		"hybridlimit_decisions_total", "hybridlimit_deny_cache_keys", "hybridlimit_lease_units",
+		"hybridlimit_decisions_total", "hybridlimit_deny_cache_keys", "hybridlimit_lease_units", "hybridlimit_lease_units_lost_total",
 		"hybridlimit_node_breaker_state", "hybridlimit_node_degraded", "hybridlimit_node_errors_total"); err != nil {
 		t.Error(err)
 	}

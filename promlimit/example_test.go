@@ -56,6 +56,7 @@ func ExampleNew() {
 	// hybridlimit_http_reloads_total counter
 	// hybridlimit_lease_keys gauge
 	// hybridlimit_lease_units gauge
+	// hybridlimit_lease_units_lost_total counter
 	// hybridlimit_node_batched_total counter
 	// hybridlimit_node_breaker_opened_total counter
 	// hybridlimit_node_breaker_state gauge
