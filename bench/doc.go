@@ -46,7 +46,7 @@
 // The workloads are those of hybrid/bench_test.go:
 //
 //	hot        one key within its limit; default limit 1000000000/s
-//	overlimit  one key far over its limit; default limit 10/s
+//	overlimit  one key far over a fast limit; default limit 10000/s
 //	zipf       Zipf (s = -zipf, 1.1) over -keys keys (1,000,000); default limit 1000/s per key
 //	uniform    -keys keys (100,000) picked uniformly; default limit 1000000/m per key
 //

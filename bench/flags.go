@@ -101,7 +101,7 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	workload := fs.String("workload", "all", "workload to run: "+strings.Join(names, ", ")+" or all (with -sweep the default is hot and zipf)")
 	fs.IntVar(&s.keys, "keys", 0, "key-space size of the zipf and uniform workloads (default 1000000 for zipf, 100000 for uniform)")
 	fs.Float64Var(&s.zipfS, "zipf", zipfS, "exponent s of the Zipf distribution, > 1")
-	limitFlag := fs.String("limit", "", "the per-key limit of every workload, as `rate/period`: 10000/s, 1000/m, 100/h, 50/250ms (default per workload: hot 1000000000/s, overlimit 10/s, zipf 1000/s, uniform 1000000/m; with -sweep, hot 1000000/s)")
+	limitFlag := fs.String("limit", "", "the per-key limit of every workload, as `rate/period`: 10000/s, 1000/m, 100/h, 50/250ms (default per workload: hot 1000000000/s, overlimit 10000/s, zipf 1000/s, uniform 1000000/m; with -sweep, hot 1000000/s)")
 	algFlag := fs.String("algorithm", "token-bucket", "algorithm of the limit: token-bucket, leaky-bucket, fixed-window, sliding-window-log or sliding-window-counter")
 	fs.Float64Var(&s.leaseFraction, "lease-fraction", 0.01, "hybrid Lease.MaxFraction: the largest lease as a fraction of the limit, in [0, 1]; 0 turns leases off")
 	sweep := fs.String("sweep", "", "`lease`: run hot and zipf for a range of -lease-fraction values and write lease-sweep.svg")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
+	"github.com/hybridlimit/hybridlimit/limit"
 )
 
 // maxDecisions bounds the decisions of one run whatever -duration says:
@@ -258,7 +259,11 @@ func ideal(l hybrid.Limit, perKey map[int]int64, start time.Time, elapsed time.D
 //   - FixedWindow: rate × the windows [k·Period, (k+1)·Period) of Unix
 //     time the interval touches;
 //   - SlidingWindowLog: rate × (⌊elapsed/Period⌋ + 1);
-//   - SlidingWindowCounter: rate + rate × elapsed/Period.
+//   - SlidingWindowCounter: what package limit admits to a key asked for
+//     all it has at every step of the run (at most 200,000 steps): the
+//     estimate weighs the window before, so the figure depends on where
+//     the run starts in its window, between rate × (1 + elapsed/Period)
+//     and rate less.
 func keyCapacity(l hybrid.Limit, start time.Time, elapsed time.Duration) float64 {
 	r := float64(l.Rate)
 	periods := elapsed.Seconds() / l.Period.Seconds()
@@ -270,7 +275,31 @@ func keyCapacity(l hybrid.Limit, start time.Time, elapsed time.Duration) float64
 		return r * float64(last-first+1)
 	case hybrid.SlidingWindowLog:
 		return r * (math.Floor(periods) + 1)
+	case hybrid.SlidingWindowCounter:
+		return saturated(l, start, elapsed)
 	default:
 		return float64(l.Capacity()) + r*periods
 	}
+}
+
+// saturated is what package limit admits over [start, start+elapsed] to
+// one key that asks, at every step, for every unit the limit has.
+func saturated(l hybrid.Limit, start time.Time, elapsed time.Duration) float64 {
+	step := max(l.Period/time.Duration(8*l.Rate), elapsed/200_000, time.Microsecond)
+	var s limit.State
+	var admitted int64
+	for at := time.Duration(0); at <= elapsed; at += step {
+		now := start.Add(at)
+		next, d, err := limit.Take(s, l, now, 1)
+		if err != nil || !d.Allowed {
+			continue
+		}
+		s, admitted = next, admitted+1
+		if d.Remaining > 0 {
+			if next, d2, err := limit.Take(s, l, now, d.Remaining); err == nil && d2.Allowed {
+				s, admitted = next, admitted+d.Remaining
+			}
+		}
+	}
+	return float64(admitted)
 }

@@ -53,7 +53,10 @@ func TestKeyCapacity(t *testing.T) {
 		{hybrid.PerSecond(100), 100 + 220},
 		{hybrid.Limit{Rate: 100, Period: time.Second, Burst: 10}, 10 + 220},
 		{hybrid.Limit{Algorithm: hybrid.LeakyBucket, Rate: 100, Period: time.Second}, 100 + 220},
-		{hybrid.Limit{Algorithm: hybrid.SlidingWindowCounter, Rate: 100, Period: time.Second}, 100 + 220},
+		// 100 at 0.5 s; in second 1 the estimate frees units as second 0
+		// fades, 99 before its end (the 100th frees at 2 s, in second 2);
+		// at 2.7 s second 1's 99 still weigh 29.7.
+		{hybrid.Limit{Algorithm: hybrid.SlidingWindowCounter, Rate: 100, Period: time.Second}, 100 + 99 + 70},
 		// [0.5, 2.7] touches the windows of seconds 0, 1 and 2.
 		{hybrid.Limit{Algorithm: hybrid.FixedWindow, Rate: 100, Period: time.Second}, 300},
 		{hybrid.Limit{Algorithm: hybrid.FixedWindow, Rate: 100, Period: time.Minute}, 100},

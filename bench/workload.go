@@ -60,8 +60,10 @@ func workloadNames() []string { return []string{"hot", "overlimit", "zipf", "uni
 //     an admission, the cost of a decision on a hot key; with -sweep,
 //     PerSecond(1e6), which the load exceeds, so that the lease size
 //     matters and accuracy can be read;
-//   - overlimit: PerSecond(10), a key far over its limit: almost every
-//     decision is a denial, the cost of an abusive client;
+//   - overlimit: PerSecond(10000), a key far over a fast limit: almost
+//     every decision is a denial, the cost of an abusive client hammering
+//     an API limit (a slow limit's denials are cached for long; a fast
+//     one's refill must be taken as it comes);
 //   - zipf: PerSecond(1000) per key: a few hot keys over their limit, a
 //     long cold tail;
 //   - uniform: PerMinute(1e6) per key: every key cold, nothing denied.
@@ -73,7 +75,7 @@ func defaultLimit(name, mode string) hybrid.Limit {
 		}
 		return hybrid.PerSecond(1_000_000_000)
 	case "overlimit":
-		return hybrid.PerSecond(10)
+		return hybrid.PerSecond(10_000)
 	case "zipf":
 		return hybrid.PerSecond(1000)
 	default:

@@ -38,7 +38,7 @@ func workloads() []workload {
 	}
 	return []workload{
 		{"hot", func(*rand.Rand) string { return "hot" }, PerSecond(1_000_000_000)},
-		{"overlimit", func(*rand.Rand) string { return "abuser" }, PerSecond(10)},
+		{"overlimit", func(*rand.Rand) string { return "abuser" }, PerSecond(10_000)},
 		{"zipf", nil, PerSecond(1000)}, // keys drawn per goroutine below
 		{"uniform", func(r *rand.Rand) string { return uniform[r.IntN(len(uniform))] }, PerMinute(1_000_000)},
 	}

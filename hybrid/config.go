@@ -82,8 +82,10 @@ type BreakerConfig struct {
 // LeaseConfig configures leases: a (key, limits) this instance sees more
 // than HotRate times a second is served from units taken from Redis in
 // batches and spent in process (SourceLease). The limit can then be exceeded
-// by at most the units outstanding in leases (Stats.LeaseUnits). LeakyBucket
-// limits are never leased.
+// by at most the units outstanding in leases (Stats.LeaseUnits). A key over
+// its limit keeps a lease that waits for the refill, and is denied in
+// process meanwhile. LeakyBucket limits are leased as places in the queue,
+// each request held for its place's Delay.
 type LeaseConfig struct {
 	// Disable sends every request to Redis.
 	Disable bool
