@@ -17,8 +17,9 @@
 // script that timed out may have run. Clients built by [NewClient] or
 // [BoundOptions] never retry; nothing of ours runs on a new connection.
 //
-// Keys are "<prefix>{<key>}:<algorithm>:<rate>:<period>[:<burst>]", so all
-// the keys of one user key share a hash tag and live on one node (and one
-// Redis Cluster slot). Every write sets a TTL: a key lives only while its
+// Keys are "<prefix>{<key>}:<algorithm>:<rate>:<period>[:<burst>]" (a named
+// limit's "<prefix>{<key>}:@<algorithm>:<name>"), the key with '%', '{' and
+// '}' percent-encoded, so all the keys of one user key share a hash tag and
+// live on one node (and one Redis Cluster slot), whatever bytes it holds. Every write sets a TTL: a key lives only while its
 // state differs from a fresh one. A token bucket is a single integer.
 package remote

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/limit"
@@ -56,5 +57,33 @@ func (s *Store) Key(key string, l limit.Limit) string {
 	// The suffix is built on the stack and the key in one concatenation:
 	// one allocation per key.
 	var buf [96]byte
-	return s.prefix + "{" + key + string(appendSuffix(buf[:0], l))
+	return s.prefix + "{" + tagOf(key) + string(appendSuffix(buf[:0], l))
+}
+
+// tagOf is key as it goes inside the hash tag's braces: '%', '{' and '}'
+// percent-encoded (%25, %7B, %7D), everything else as it is. The encoding is
+// injective, and the tag holds no brace, so that Redis Cluster hashes every
+// key of one user key by the whole encoded key, whatever bytes the user key
+// holds (a '}' in it would otherwise end the tag early: "}x" with two
+// limits was CROSSSLOT). Keys without those three bytes, nearly all, are
+// kept as they are, without a copy.
+func tagOf(key string) string {
+	if !strings.ContainsAny(key, "%{}") {
+		return key
+	}
+	var b strings.Builder
+	b.Grow(len(key) + 8)
+	for i := 0; i < len(key); i++ {
+		switch c := key[i]; c {
+		case '%':
+			b.WriteString("%25")
+		case '{':
+			b.WriteString("%7B")
+		case '}':
+			b.WriteString("%7D")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,9 @@ func New(rdb Client, cfg Config) (*Store, error) {
 	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
+	}
+	if strings.ContainsAny(cfg.Prefix, "{}") {
+		return nil, fmt.Errorf("remote: prefix %q holds a brace, which would move the hash tag", cfg.Prefix)
 	}
 	st := &Store{rdb: rdb, prefix: cfg.Prefix, scripts: defaultScripts, conc: DefaultConcurrency}
 	switch c := rdb.(type) {
