@@ -94,7 +94,9 @@ type LeaseConfig struct {
 	HotRate float64
 	// MaxFraction caps a batch at this fraction of the smallest capacity
 	// of the request's limits (at least 1 unit). Default 0.01: with 4
-	// instances the over-admission bound is 4% of the limit.
+	// instances the over-admission bound is 4% of the limit. A lease of
+	// FixedWindow limits only is sized by its demand up to the window's
+	// rate: it ends with its window, so it exceeds nothing.
 	MaxFraction float64
 	// RenewEvery sizes a batch to about this much of the key's recent
 	// demand on this instance. Default 50ms.
@@ -139,9 +141,11 @@ type DenyCacheConfig struct {
 type Config struct {
 	// Nodes are the Redis nodes of the ring, with clients you built.
 	Nodes []Node
-	// Addrs is shorthand for one node per address ("host:port"), named by
-	// its address, with a client the Limiter builds (remote.NewClient:
-	// bounded timeouts, no retries; scripts loaded by New) and closes.
+	// Addrs is shorthand for one node per address, "host:port" or a
+	// redis:// or rediss:// URL with user, password, database and TLS
+	// (remote.ParseAddr), named by its host:port (and /db), with a client
+	// the Limiter builds (remote.NewClient: bounded timeouts, no retries;
+	// scripts loaded by New) and closes.
 	Addrs []string
 	// Prefix starts every Redis key. Default "rl:".
 	Prefix string

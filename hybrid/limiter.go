@@ -101,8 +101,13 @@ func New(cfg Config) (*Limiter, error) {
 		}
 	}
 	for _, a := range cfg.Addrs {
-		c := remote.NewClient(&redis.Options{Addr: a})
-		if err := add(Node{Name: a, Client: c}, true); err != nil {
+		o, name, err := remote.ParseAddr(a)
+		if err != nil {
+			closeOwned(nodes)
+			return nil, fmt.Errorf("%w: %w", ErrInvalidNode, err)
+		}
+		c := remote.NewClient(o)
+		if err := add(Node{Name: name, Client: c}, true); err != nil {
 			c.Close()
 			closeOwned(nodes)
 			return nil, err

@@ -1,6 +1,10 @@
 package remote
 
 import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -57,4 +61,79 @@ func bound(v, limit time.Duration) time.Duration {
 // NewClient returns a go-redis client with BoundOptions(o).
 func NewClient(o *redis.Options) *redis.Client {
 	return redis.NewClient(BoundOptions(o))
+}
+
+// DefaultClusterStateReload is the longest BoundClusterOptions lets a
+// Cluster client keep its slot map: go-redis's default of 60 s left a
+// failed-over cluster's keys with the failure mode for about a minute.
+const DefaultClusterStateReload = time.Second
+
+// BoundClusterOptions is BoundOptions for a Redis Cluster client: the same
+// timeouts and no retries (MaxRedirects is kept: a MOVED or ASK reply means
+// the script did not run, so following it charges nothing twice), and the
+// slot map reloaded at least every DefaultClusterStateReload. Addrs,
+// credentials, TLS and pool size (per server) are kept as given.
+func BoundClusterOptions(o *redis.ClusterOptions) *redis.ClusterOptions {
+	c := *o
+	c.ContextTimeoutEnabled = true
+	c.MaxRetries = -1
+	c.DialTimeout = bound(c.DialTimeout, DefaultDialTimeout)
+	c.ReadTimeout = bound(c.ReadTimeout, DefaultReadTimeout)
+	c.WriteTimeout = bound(c.WriteTimeout, DefaultWriteTimeout)
+	c.PoolTimeout = bound(c.PoolTimeout, DefaultPoolTimeout)
+	c.DialerRetries = 1
+	c.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	c.DisableIdentity = true
+	c.ClusterStateReloadInterval = bound(c.ClusterStateReloadInterval, DefaultClusterStateReload)
+	return &c
+}
+
+// BoundFailoverOptions is BoundOptions for a Sentinel group's client
+// (redis.NewFailoverClient): the same timeouts and no retries, for the
+// connections to the master; the sentinels are asked as go-redis does.
+func BoundFailoverOptions(o *redis.FailoverOptions) *redis.FailoverOptions {
+	c := *o
+	c.ContextTimeoutEnabled = true
+	c.MaxRetries = -1
+	c.DialTimeout = bound(c.DialTimeout, DefaultDialTimeout)
+	c.ReadTimeout = bound(c.ReadTimeout, DefaultReadTimeout)
+	c.WriteTimeout = bound(c.WriteTimeout, DefaultWriteTimeout)
+	c.PoolTimeout = bound(c.PoolTimeout, DefaultPoolTimeout)
+	c.DialerRetries = 1
+	c.DisableIdentity = true
+	return &c
+}
+
+// ParseAddr reads a node address: "host:port", or a redis:// or rediss://
+// URL (user, password, database, TLS; go-redis's redis.ParseURL), into
+// options for NewClient and the name the node goes by: "host:port", with
+// "/db" after it for a database other than 0. The name never holds the
+// credentials.
+func ParseAddr(addr string) (*redis.Options, string, error) {
+	if !strings.Contains(addr, "://") {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, "", fmt.Errorf("remote: address %q: %w", addr, err)
+		}
+		return &redis.Options{Addr: addr}, addr, nil
+	}
+	o, err := redis.ParseURL(addr)
+	if err != nil {
+		// The error of ParseURL may quote the URL, password included.
+		return nil, "", fmt.Errorf("remote: address %s: not a valid redis:// or rediss:// URL", redactURL(addr))
+	}
+	name := o.Addr
+	if o.DB != 0 {
+		name += "/" + strconv.Itoa(o.DB)
+	}
+	return o, name, nil
+}
+
+// redactURL is addr with anything between "://" and "@" replaced.
+func redactURL(addr string) string {
+	i := strings.Index(addr, "://")
+	j := strings.LastIndex(addr, "@")
+	if i < 0 || j < i {
+		return addr
+	}
+	return addr[:i+3] + "…" + addr[j:]
 }

@@ -57,7 +57,17 @@ var errClosed = errors.New("redistest: server closed")
 type Option func(*options)
 
 type options struct {
-	args []string
+	args     []string
+	password string
+}
+
+// WithPassword starts the server with requirepass: clients must AUTH with
+// password (Client does). The default is no password.
+func WithPassword(password string) Option {
+	return func(o *options) {
+		o.password = password
+		o.args = append(o.args, "--requirepass", password)
+	}
 }
 
 // WithArgs appends command-line arguments to the redis-server command line.
@@ -78,6 +88,7 @@ func WithArgs(args ...string) Option {
 type Server struct {
 	bin  string   // path of the redis-server binary
 	args []string // extra arguments from WithArgs
+	pass string   // the requirepass of WithPassword, or ""
 	dir  string   // temporary directory holding one dir per run, removed by Close
 	port int      // fixed for the life of the Server
 
@@ -129,7 +140,7 @@ func Launch(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redistest: starting %s: %w", bin, err)
 	}
-	s := &Server{bin: bin, args: slices.Clone(o.args), dir: dir}
+	s := &Server{bin: bin, args: slices.Clone(o.args), pass: o.password, dir: dir}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -220,6 +231,7 @@ func (s *Server) Client(tb testing.TB) *redis.Client {
 	tb.Helper()
 	c := redis.NewClient(&redis.Options{
 		Addr:                  s.Addr(),
+		Password:              s.pass,
 		DialTimeout:           time.Second,
 		DialerRetries:         1,
 		DialerRetryTimeout:    10 * time.Millisecond,
@@ -450,7 +462,7 @@ func (s *Server) spawn() (*process, error) {
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
-	if err := p.awaitReady(s.Addr()); err != nil {
+	if err := p.awaitReady(s.Addr(), s.pass); err != nil {
 		if kerr := p.kill(); kerr != nil {
 			err = errors.Join(err, kerr)
 		}
@@ -467,7 +479,7 @@ func (s *Server) spawn() (*process, error) {
 // startTimeout and startTimeout/pollInterval times. It checks the pid the
 // server reports, so that another server that won a race for the port is
 // not mistaken for this one.
-func (p *process) awaitReady(addr string) error {
+func (p *process) awaitReady(addr, password string) error {
 	deadline := time.Now().Add(startTimeout)
 	var err error
 	for range int(startTimeout / pollInterval) {
@@ -475,7 +487,7 @@ func (p *process) awaitReady(addr string) error {
 			return fmt.Errorf("redistest: redis-server exited before answering on %s: %v", addr, p.err)
 		}
 		var pid int
-		pid, err = probe(addr)
+		pid, err = probe(addr, password)
 		if err == nil {
 			if pid == p.cmd.Process.Pid {
 				return nil
@@ -496,9 +508,10 @@ func (p *process) awaitReady(addr string) error {
 	return fmt.Errorf("redistest: redis-server did not answer on %s within %v: %w", addr, startTimeout, err)
 }
 
-// probe sends PING and INFO server over a raw connection and returns the
-// process_id the server reports once it answers +PONG.
-func probe(addr string) (int, error) {
+// probe sends PING and INFO server over a raw connection (after AUTH when
+// password is set) and returns the process_id the server reports once it
+// answers +PONG.
+func probe(addr, password string) (int, error) {
 	conn, err := net.DialTimeout("tcp", addr, probeTimeout)
 	if err != nil {
 		return 0, err
@@ -507,11 +520,21 @@ func probe(addr string) (int, error) {
 	if err := conn.SetDeadline(time.Now().Add(probeTimeout)); err != nil {
 		return 0, err
 	}
-	const req = "*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n"
+	req := "*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n"
+	if password != "" {
+		req = fmt.Sprintf("*2\r\n$4\r\nAUTH\r\n$%d\r\n%s\r\n", len(password), password) + req
+	}
 	if _, err := io.WriteString(conn, req); err != nil {
 		return 0, err
 	}
 	r := bufio.NewReader(conn)
+	if password != "" {
+		if line, err := r.ReadString('\n'); err != nil {
+			return 0, err
+		} else if line != "+OK\r\n" {
+			return 0, fmt.Errorf("redistest: AUTH replied %q", strings.TrimSpace(line))
+		}
+	}
 	line, err := r.ReadString('\n')
 	if err != nil {
 		return 0, err
