@@ -174,9 +174,11 @@ func TestLeaseGivenBackOnClose(t *testing.T) {
 // total admitted stays within [99%, 100%] of a single ideal limiter, plus
 // at most the units outstanding in leases (LeaseUnits, summed); no leased
 // unit is lost (LeaseUnitsLost); at most 0.01 Redis calls per decision (on
-// the code before waiting leases, 0.08-1: the key went to Redis as soon as
-// its lease ran dry); and once the load stops a denial's RetryAfter is
-// truthful. About 2.5 s per algorithm.
+// the code before waiting leases, TokenBucket 0.07-0.08 and LeakyBucket
+// 0.09, at 130 K decisions/s: the key went to Redis as soon as its lease
+// ran dry); and once the load stops a denial's RetryAfter is truthful.
+// 64 callers, each call to the next instance, as bench's. About 2.5 s per
+// algorithm.
 func TestLeaseAccuracy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for seconds")
@@ -186,11 +188,11 @@ func TestLeaseAccuracy(t *testing.T) {
 		limit              Limit
 		instances, callers int
 	}{
-		{"TokenBucket", PerSecond(10_000), 4, 16},
-		{"LeakyBucket", Limit{Algorithm: LeakyBucket, Rate: 10_000, Period: time.Second}, 4, 16},
-		{"FixedWindow", Limit{Algorithm: FixedWindow, Rate: 10_000, Period: time.Second}, 4, 16},
-		{"SlidingWindowLog", Limit{Algorithm: SlidingWindowLog, Rate: 10_000, Period: time.Second}, 4, 16},
-		{"SlidingWindowCounter", Limit{Algorithm: SlidingWindowCounter, Rate: 10_000, Period: time.Second}, 4, 16},
+		{"TokenBucket", PerSecond(10_000), 4, 64},
+		{"LeakyBucket", Limit{Algorithm: LeakyBucket, Rate: 10_000, Period: time.Second}, 4, 64},
+		{"FixedWindow", Limit{Algorithm: FixedWindow, Rate: 10_000, Period: time.Second}, 4, 64},
+		{"SlidingWindowLog", Limit{Algorithm: SlidingWindowLog, Rate: 10_000, Period: time.Second}, 4, 64},
+		{"SlidingWindowCounter", Limit{Algorithm: SlidingWindowCounter, Rate: 10_000, Period: time.Second}, 4, 64},
 		// Many callers find the hot key unleased at once: one take, not
 		// 64 (which left 9 units in 10 of every window unused).
 		{"FixedWindow/1-instance-64-callers", Limit{Algorithm: FixedWindow, Rate: 10_000, Period: time.Second}, 1, 64},
@@ -240,8 +242,9 @@ func leaseAccuracyRun(t *testing.T, lim0 Limit, instances, callers int) string {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lim := lims[w%len(lims)]
+			// Each call goes to the next instance, as bench's callers do.
 			for i := 0; i < 5_000_000 && time.Now().Before(deadline); i++ {
+				lim := lims[(w+i)%len(lims)]
 				now := time.Now()
 				r, err := lim.Allow(ctx, "hot", tc.limit)
 				requests.Add(1)
