@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/hybridlimit/hybridlimit/limit"
+	"github.com/hybridlimit/hybridlimit/remote"
 )
 
 var (
@@ -24,4 +25,12 @@ var (
 	ErrInvalidNode = errors.New("hybrid: invalid node")
 	// ErrUnknownNode reports a RemoveNode of a name not in the ring.
 	ErrUnknownNode = errors.New("hybrid: unknown node")
+	// ErrMisconfigured reports, from New and AddNode, a node that refused
+	// the limiter for a reason that waiting does not cure: a wrong or
+	// missing password (WRONGPASS, NOAUTH), an ACL that forbids what the
+	// scripts need (NOPERM), or a TLS certificate that failed
+	// verification. The error names the node and the cause. A node that
+	// is merely unreachable is not an error: its keys start in the
+	// failure mode.
+	ErrMisconfigured = remote.ErrMisconfigured
 )

@@ -123,7 +123,10 @@ func New(cfg Config) (*Limiter, error) {
 		l.leases = newLeases(l) // last: its sweep runs until Close
 	}
 	l.nodes.Store(&nodes)
-	l.warm(nodes)
+	if err := l.warm(nodes); err != nil {
+		l.Close()
+		return nil, err
+	}
 	return l, nil
 }
 
@@ -133,15 +136,26 @@ const warmTimeout = time.Second
 // warm connects to each node and loads the scripts, in parallel, so that
 // the first requests do not pay for it inside their Timeout. A node that
 // does not answer within warmTimeout is left to the breaker.
-func (l *Limiter) warm(nodes map[string]*node) {
+func (l *Limiter) warm(nodes map[string]*node) error {
 	ctx, cancel := context.WithTimeout(context.Background(), warmTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var bad []error
 	for _, nd := range nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := nd.store.Load(ctx)
+			// Every script entry point, on reserved keys: an ACL that
+			// forbids a command a script needs fails here, not at the
+			// first request.
+			err := nd.store.Probe(ctx)
+			if errors.Is(err, remote.ErrMisconfigured) {
+				mu.Lock()
+				bad = append(bad, fmt.Errorf("node %q: %w", nd.name, err))
+				mu.Unlock()
+				return
+			}
 			if err == nil {
 				l.checkEviction(ctx, nd)
 			}
@@ -156,6 +170,7 @@ func (l *Limiter) warm(nodes map[string]*node) {
 		}()
 	}
 	wg.Wait()
+	return errors.Join(bad...)
 }
 
 // checkEviction reads whether nd may evict limiter keys, and warns if so.
@@ -459,7 +474,9 @@ func (l *Limiter) AddNode(n Node) error {
 	if err != nil {
 		return err
 	}
-	l.warm(map[string]*node{n.Name: nd})
+	if err := l.warm(map[string]*node{n.Name: nd}); err != nil {
+		return err
+	}
 	next := maps.Clone(old)
 	next[n.Name] = nd
 	l.nodes.Store(&next) // before the ring routes to it

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/remote"
 )
 
 // Reason says why a request was answered by the failure mode rather than
@@ -37,14 +39,20 @@ const (
 	ReasonCancelled
 	// ReasonNoNode: the ring had no node for the key.
 	ReasonNoNode
+	// ReasonConfig: the node refused the request for a reason waiting does
+	// not cure (remote.IsConfigError: WRONGPASS, NOAUTH, NOPERM, a TLS
+	// certificate that failed verification): a password or ACL changed
+	// under a running service. Logged at ERROR.
+	ReasonConfig
 
 	numReasons
 )
 
-var reasonNames = [...]string{"breaker-open", "timeout", "transport", "server", "queued", "cancelled", "no-node"}
+var reasonNames = [...]string{"breaker-open", "timeout", "transport", "server", "queued", "cancelled", "no-node", "config"}
 
 // String returns the reason's name as the metrics label it: "breaker-open",
-// "timeout", "transport", "server", "queued", "cancelled" or "no-node".
+// "timeout", "transport", "server", "queued", "cancelled", "no-node" or
+// "config".
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) {
 		return reasonNames[r]
@@ -66,6 +74,8 @@ func reasonOf(err error) Reason {
 	var ne net.Error
 	var re redis.Error
 	switch {
+	case remote.IsConfigError(err):
+		return ReasonConfig
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return ReasonTimeout
 	case errors.As(err, &re):
@@ -120,6 +130,10 @@ func (l *Limiter) note(nd *node, why Reason, err error) {
 	attrs := []any{"node", nd.name, "reason", why.String(), "answers", n}
 	if err != nil {
 		attrs = append(attrs, "err", err)
+	}
+	if why == ReasonConfig {
+		l.cfg.Logger.Error("hybrid: node refuses the limiter (password, ACL or TLS); requests answered by the failure mode", attrs...)
+		return
 	}
 	l.cfg.Logger.Warn("hybrid: requests answered by the failure mode", attrs...)
 }

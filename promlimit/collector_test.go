@@ -197,6 +197,7 @@ rl_node_degraded{app="test",node="127.0.0.1:1"} 1
 # HELP rl_node_undecided_total Answers for a node's keys given by the failure mode, by why Redis did not decide them.
 # TYPE rl_node_undecided_total counter
 rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="breaker-open"} 2
+rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="config"} 0
 rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="cancelled"} 0
 rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="queued"} 0
 rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="server"} 0

@@ -1,0 +1,137 @@
+package remote
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/limit"
+)
+
+// ErrMisconfigured wraps the errors IsConfigError reports, as Probe returns
+// them.
+var ErrMisconfigured = errors.New("remote: node misconfigured")
+
+// IsConfigError reports whether err says the client is set up wrong for
+// the node, rather than that the node is down or slow: authentication
+// (WRONGPASS, NOAUTH), an ACL that forbids a command or key the scripts
+// need (NOPERM, also from inside a script), or a TLS handshake that failed
+// verification. Such an error does not go away by waiting.
+func IsConfigError(err error) bool {
+	if err == nil {
+		return false
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		msg := re.Error()
+		for _, p := range []string{"WRONGPASS", "NOAUTH", "NOPERM"} {
+			if strings.HasPrefix(msg, p) || strings.Contains(msg, " "+p+" ") || strings.Contains(msg, ": "+p) {
+				return true
+			}
+		}
+		// Redis 7 answers a command too long to read before AUTH with
+		// "Protocol error: unauthenticated …", and a script that calls a
+		// command its user may not run with "The user executing the script
+		// can't run this command …".
+		for _, s := range []string{"unauthenticated", "no permissions", "can't run this command", "can't access at least one of the keys"} {
+			if strings.Contains(msg, s) {
+				return true
+			}
+		}
+		return false
+	}
+	var (
+		cv  *tls.CertificateVerificationError
+		ua  x509.UnknownAuthorityError
+		he  x509.HostnameError
+		ci  x509.CertificateInvalidError
+		rhe tls.RecordHeaderError
+	)
+	return errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci) || errors.As(err, &rhe)
+}
+
+// probeTag is the hash tag of the keys Probe writes: it holds a raw '{',
+// which no user key's tag does (tagOf encodes it), so a probe never touches
+// a client's state.
+const probeTag = "{probe"
+
+// probeLimits are one limit of each algorithm, generous enough that a probe
+// is always allowed; their states expire within a second.
+var probeLimits = []limit.Limit{
+	{Algorithm: limit.TokenBucket, Rate: 1_000_000, Period: time.Second},
+	{Algorithm: limit.LeakyBucket, Rate: 1_000_000, Period: time.Second},
+	{Algorithm: limit.FixedWindow, Rate: 1_000_000, Period: time.Second},
+	{Algorithm: limit.SlidingWindowLog, Rate: 10_000, Period: time.Second},
+	{Algorithm: limit.SlidingWindowCounter, Rate: 1_000_000, Period: time.Second},
+	{Rate: 1_000_000, Period: time.Second, Name: "probe"},
+}
+
+// Probe runs every script entry point once, on reserved keys: the
+// one-step token bucket, a decision against one limit of each algorithm
+// (and a named one), a lease and its give-back. It returns nil when all
+// ran, an error wrapping ErrMisconfigured when the node refuses them for
+// a reason IsConfigError reports, and the error otherwise (the node is
+// down, slow, or out of memory). Users of a least-privilege ACL find out
+// here, at startup, what a script would otherwise fail with at its first
+// request.
+func (s *Store) Probe(ctx context.Context) error {
+	wrap := func(what string, err error) error {
+		if IsConfigError(err) {
+			return fmt.Errorf("%w: %s: %w", ErrMisconfigured, what, err)
+		}
+		return fmt.Errorf("remote: probe, %s: %w", what, err)
+	}
+	if err := s.Load(ctx); err != nil {
+		return wrap("loading the scripts", err)
+	}
+	keys, args := s.probeRequest([]any{1, 1}, probeLimits[:1])
+	if err := s.scripts.take.runInts(ctx, s.rdb, keys, args).Err(); err != nil {
+		return wrap("take.lua", err)
+	}
+	keys, args = s.probeRequest([]any{1, 1}, probeLimits)
+	if err := s.scripts.decide[mask(probeLimits)].runInts(ctx, s.rdb, keys, args).Err(); err != nil {
+		return wrap("decide.lua", err)
+	}
+	keys, args = s.probeRequest([]any{1}, probeLimits)
+	v, err := s.scripts.lease[mask(probeLimits)].runInts(ctx, s.rdb, keys, args).Result()
+	if err != nil {
+		return wrap("lease.lua", err)
+	}
+	if len(v) != 7 {
+		return fmt.Errorf("%w: %d values from lease, want 7", ErrReply, len(v))
+	}
+	keys, args = s.probeRequest([]any{v[0], v[6]}, probeLimits)
+	if err := s.scripts.giveBack[mask(probeLimits)].run(ctx, s.rdb, keys, args).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return wrap("giveback.lua", err)
+	}
+	// The reserved keys share one hash tag: one DEL, on one slot.
+	del := make([]any, 0, 1+len(keys))
+	del = append(del, "del")
+	for _, k := range keys {
+		del = append(del, k)
+	}
+	cmd := redis.NewIntCmd(ctx, del...)
+	if err := s.rdb.Process(ctx, cmd); err != nil {
+		return wrap("DEL of the probe's keys", err)
+	}
+	return nil
+}
+
+// probeRequest is appendRequest for the probe's reserved keys: args, then
+// the number of limits and their specs.
+func (s *Store) probeRequest(args []any, limits []limit.Limit) ([]string, []any) {
+	keys := make([]string, 0, len(limits))
+	args = append(args, len(limits))
+	for _, l := range limits {
+		var buf [96]byte
+		keys = append(keys, s.prefix+probeTag+string(appendSuffix(buf[:0], l)))
+		args = append(args, s.specArgs(l)...)
+	}
+	return keys, args
+}
