@@ -2,6 +2,7 @@ package hybrid
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -37,5 +38,16 @@ func TestAddrsURL(t *testing.T) {
 	}
 	if _, err := New(Config{Addrs: []string{"10.0.0.1"}}); err == nil {
 		t.Error("New with an address without a port = nil error")
+	}
+}
+
+// TestRingRefused: a *redis.Ring node is refused with an error that says
+// what to do instead.
+func TestRingRefused(t *testing.T) {
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1", "b": "127.0.0.1:2"}})
+	defer ring.Close()
+	_, err := New(Config{Nodes: []Node{{Name: "ring", Client: ring}}})
+	if !errors.Is(err, ErrInvalidNode) || !strings.Contains(err.Error(), "pass each of its shards as a Node") {
+		t.Errorf("New with a Ring = %v; want ErrInvalidNode saying to pass the shards as nodes", err)
 	}
 }
