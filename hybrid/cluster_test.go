@@ -1,0 +1,97 @@
+package hybrid
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/internal/redistest"
+	"github.com/hybridlimit/hybridlimit/remote"
+)
+
+// clusterLimiter returns a Limiter over c as one node, through a bounded
+// cluster client.
+func clusterLimiter(t *testing.T, c *redistest.Cluster, cfg Config) *Limiter {
+	t.Helper()
+	rdb := redis.NewClusterClient(remote.BoundClusterOptions(&redis.ClusterOptions{Addrs: c.Addrs()}))
+	t.Cleanup(func() { rdb.Close() })
+	cfg.Nodes = []Node{{Name: "cluster", Client: rdb}}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 2 * time.Second
+	}
+	lim, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lim.Close() })
+	return lim
+}
+
+// TestClusterHealthy: on a real 3-master Redis Cluster, every algorithm
+// with several limits per request, keys that hold braces (which used to
+// break the hash tag: "}x" with two limits was CROSSSLOT), and a hot key
+// are all decided by Redis, never by the failure mode; and two Limiters
+// share one budget exactly.
+func TestClusterHealthy(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 0)
+	a := clusterLimiter(t, c, Config{})
+	b := clusterLimiter(t, c, Config{})
+	ctx := context.Background()
+	keys := []string{"user:1", "}x", "{", "}", "{}", "a{b}c", "%7D", "{user:2}", "\x00\xff}"}
+	for i := range 200 {
+		keys = append(keys, "k"+strconv.Itoa(i))
+	}
+	var sources [numSources]int
+	masters := map[int]bool{}
+	for _, alg := range []Algorithm{TokenBucket, LeakyBucket, FixedWindow, SlidingWindowLog, SlidingWindowCounter} {
+		limits := []Limit{{Algorithm: alg, Rate: 100, Period: time.Minute}, {Algorithm: alg, Rate: 1000, Period: time.Hour}, {Rate: 50, Period: time.Minute, Name: "n"}}
+		for _, k := range keys {
+			masters[c.MasterOf(t, "{"+k+"}")] = true
+			r, err := a.AllowN(ctx, k, 1, limits...)
+			if err != nil {
+				t.Fatalf("%v %q: %v", alg, k, err)
+			}
+			sources[r.Source]++
+			if r.Source != SourceRemote {
+				t.Fatalf("%v %q: %+v; want decided by Redis", alg, k, r)
+			}
+		}
+	}
+	if len(masters) < 3 {
+		t.Errorf("keys on %d masters, want all 3", len(masters))
+	}
+	// Two Limiters, one budget: exactly 10 of 50 for 10 a minute.
+	admitted := 0
+	for i := range 50 {
+		lim := a
+		if i%2 == 1 {
+			lim = b
+		}
+		if r, err := lim.Allow(ctx, "}shared{", PerMinute(10)); err != nil {
+			t.Fatal(err)
+		} else if r.Allowed {
+			admitted++
+		}
+	}
+	if admitted != 10 {
+		t.Errorf("two Limiters admitted %d of 50 under 10/min, want 10", admitted)
+	}
+	// A hot key is served from a lease.
+	hot := 0
+	for range 5000 {
+		if r, _ := a.Allow(ctx, "hot}", PerSecond(1_000_000)); r.Source == SourceLease {
+			hot++
+		}
+	}
+	if hot < 4000 {
+		t.Errorf("hot key: %d of 5000 answers from a lease", hot)
+	}
+	st := a.Stats()
+	if n := st.Decisions[SourceFallback] + st.Decisions[SourceFailOpen] + st.Decisions[SourceFailClosed]; n != 0 {
+		t.Errorf("%d answers from the failure mode: %v", n, st.Undecided)
+	}
+	t.Logf("sources %v; masters %v", sources, masters)
+}
