@@ -152,4 +152,3 @@ func (c *Cluster) MasterOf(tb testing.TB, key string) int {
 func (c *Cluster) String() string {
 	return fmt.Sprintf("cluster of %d masters %v", len(c.Masters), c.Addrs())
 }
-
