@@ -95,3 +95,4 @@ func TestClusterHealthy(t *testing.T) {
 	}
 	t.Logf("sources %v; masters %v", sources, masters)
 }
+

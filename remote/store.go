@@ -354,7 +354,11 @@ func (s *Store) DecideMany(ctx context.Context, reqs []Request, out []Result) er
 // DecidePipeline decides many requests as one pipeline of script calls,
 // one per request: one round trip, and each request may live in its own
 // Redis Cluster slot. Requests that met NOSCRIPT are sent again after the
-// script is loaded.
+// script is loaded. Each request's outcome is its own (out[i].Err): the
+// returned error is that of the first failed command when none succeeded,
+// and nil when some did, since on a Cluster one failed shard
+// says nothing of the others, and a node's breaker must not open for the
+// shards that answer.
 func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result) error {
 	if len(out) != len(reqs) {
 		return fmt.Errorf("remote: %d results for %d requests", len(out), len(reqs))
@@ -414,6 +418,7 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 		send(again)
 	}
 	var firstErr error
+	answered := false
 	for _, c := range calls {
 		vals, err := c.cmd.Int64Slice()
 		if err != nil {
@@ -423,11 +428,15 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 			}
 			continue
 		}
+		answered = true
 		n, err := parseReply(vals, reqs[c.i].Lease, &out[c.i])
 		if err == nil && n != len(vals) {
 			err = fmt.Errorf("%w: %d values, want %d", ErrReply, len(vals), n)
 		}
 		out[c.i].Err = err
+	}
+	if answered {
+		return nil
 	}
 	return firstErr
 }
