@@ -95,4 +95,3 @@ func TestClusterHealthy(t *testing.T) {
 	}
 	t.Logf("sources %v; masters %v", sources, masters)
 }
-
