@@ -72,13 +72,14 @@ type call struct {
 	dropped  bool          // not sent: too little of its budget was left
 	ctxBound bool          // deadline is the caller context's: its passing is ReasonCancelled
 	out      remote.Result
-	ok       bool          // out is Redis's answer
-	why      Reason        // when !ok
-	err      error         // when !ok: the round trip's error, if any
-	queued   bool          // in batcher.pending (guarded by its mu)
-	done     chan struct{} // receives once, when the answer is final
-	limits   []Limit       // storage of req.Limits, kept across uses
-	timer    *time.Timer   // kept across uses
+	ok       bool             // out is Redis's answer
+	why      Reason           // when !ok
+	err      error            // when !ok: the round trip's error, if any
+	queued   bool             // in batcher.pending (guarded by its mu)
+	done     chan struct{}    // receives once, when the answer is final
+	limits   []Limit          // storage of req.Limits, kept across uses
+	timer    *time.Timer      // kept across uses
+	shard    *breaker.Breaker // a cluster master's breaker, or nil
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -97,6 +98,12 @@ func (l *Limiter) deadline(ctx context.Context, now time.Time) time.Time {
 // ends. ok is true when Redis answered; otherwise why (and err, for a
 // failed round trip) says why not.
 func (l *Limiter) ask(ctx context.Context, nd *node, req remote.Request, deadline time.Time) (r remote.Result, ok bool, why Reason, err error) {
+	return l.askShard(ctx, nd, req, deadline, nil)
+}
+
+// askShard is ask for a request whose outcome also counts on shard, the
+// breaker of the cluster master that serves it (nil: none).
+func (l *Limiter) askShard(ctx context.Context, nd *node, req remote.Request, deadline time.Time, shard *breaker.Breaker) (r remote.Result, ok bool, why Reason, err error) {
 	if ctx.Err() != nil {
 		return r, false, ReasonCancelled, nil
 	}
@@ -116,7 +123,7 @@ func (l *Limiter) ask(ctx context.Context, nd *node, req remote.Request, deadlin
 	c.limits = append(c.limits[:0], req.Limits...)
 	c.req = remote.Request{Key: strings.Clone(req.Key), Cost: req.Cost, Limits: c.limits, Lease: req.Lease}
 	c.deadline, c.budget, c.ctxBound = deadline, deadline.Sub(now), ctxBound
-	c.out, c.ok, c.why, c.err, c.dropped = remote.Result{}, false, 0, nil, false
+	c.out, c.ok, c.why, c.err, c.dropped, c.shard = remote.Result{}, false, 0, nil, false, shard
 	b := &nd.batch
 	b.mu.Lock()
 	if b.closed {
@@ -188,7 +195,7 @@ func (l *Limiter) ask(ctx context.Context, nd *node, req remote.Request, deadlin
 // it any more.
 func (c *call) finish() (remote.Result, bool, Reason, error) {
 	r, ok, why, err := c.out, c.ok, c.why, c.err
-	c.req, c.out, c.err = remote.Request{}, remote.Result{}, nil
+	c.req, c.out, c.err, c.shard = remote.Request{}, remote.Result{}, nil, nil
 	callPool.Put(c)
 	return r, ok, why, err
 }
@@ -320,6 +327,7 @@ func (l *Limiter) roundTrip(nd *node, batch []*call, deadline time.Time) {
 				return c.out.Err
 			})
 			l.settle(c, ok)
+			l.shardOutcome(nd, c, ok)
 		}
 		return
 	}
@@ -346,6 +354,7 @@ func (l *Limiter) roundTrip(nd *node, batch []*call, deadline time.Time) {
 		c.out, c.err = out[i], err
 		i++
 		l.settle(c, ok)
+		l.shardOutcome(nd, c, ok)
 	}
 }
 
@@ -362,12 +371,43 @@ func (l *Limiter) settle(c *call, sent bool) {
 	}
 }
 
+// shardOutcome counts c's outcome on the breaker of its cluster master,
+// and, after a failure, has the cluster client reload its slot map: a
+// replica may serve the failed master's slots now. Requests of no shard
+// (leases) only trigger the reload.
+func (l *Limiter) shardOutcome(nd *node, c *call, sent bool) {
+	if !nd.sharded || !sent || c.dropped {
+		return
+	}
+	failed := !c.ok && c.why != ReasonCancelled && c.why != ReasonQueued
+	if failed {
+		nd.store.Refresh()
+	}
+	if c.shard == nil {
+		return
+	}
+	if done, ok := c.shard.Allow(); ok {
+		switch {
+		case c.ok:
+			done(breaker.Success)
+		case failed:
+			done(breaker.Failure)
+		default:
+			done(breaker.Ignore)
+		}
+	}
+}
+
 // call makes one round trip to nd through its breaker, bounded by
 // deadline, and counts it. It never runs on a caller's context, so that a
 // caller's leaving does not cut the connection. ok is false when the
 // breaker refused: nothing was sent.
 func (l *Limiter) call(deadline time.Time, nd *node, fn func(context.Context) error) (ok bool, err error) {
-	done, allowed := nd.br.Allow()
+	done, allowed := func(breaker.Outcome) {}, true
+	if !nd.sharded {
+		// A cluster's masters have breakers of their own (shardOutcome).
+		done, allowed = nd.br.Allow()
+	}
 	if !allowed {
 		return false, nil
 	}

@@ -3,6 +3,8 @@ package hybrid
 import (
 	"context"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,4 +96,85 @@ func TestClusterHealthy(t *testing.T) {
 		t.Errorf("%d answers from the failure mode: %v", n, st.Undecided)
 	}
 	t.Logf("sources %v; masters %v", sources, masters)
+}
+
+// TestClusterOneMasterDown: with one master of three killed (no replica,
+// cluster-require-full-coverage no, so the others keep serving their
+// slots), the keys of the two healthy masters stay with Redis, at least 99
+// % of them, under 16 concurrent callers whose batches mix the shards;
+// only the dead master's keys are answered by the failure mode (its own
+// breaker opens; the cluster's other masters have theirs). Bounded: 1.5 s,
+// at most 200,000 calls.
+func TestClusterOneMasterDown(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 0, redistest.WithArgs("--cluster-require-full-coverage", "no"))
+	lim := clusterLimiter(t, c, Config{Timeout: 100 * time.Millisecond, Lease: LeaseConfig{Disable: true}, DenyCache: DenyCacheConfig{Disable: true}})
+	var keys []string
+	var owner []int
+	for i := range 300 {
+		k := "k" + strconv.Itoa(i)
+		keys, owner = append(keys, k), append(owner, c.MasterOf(t, "{"+k+"}"))
+	}
+	ctx := context.Background()
+	for _, k := range keys { // every master's breaker exists, closed
+		if _, err := lim.Allow(ctx, k, PerSecond(1_000_000)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Masters[2].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var healthy, healthyRemote, dead, deadRemote, errs int
+	var n atomic.Int64
+	end := time.Now().Add(1500 * time.Millisecond)
+	var wg sync.WaitGroup
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var h, hr, d, dr, e int
+			for i := w; n.Add(1) <= 200_000 && time.Now().Before(end); i += 16 {
+				k := i % len(keys)
+				r, err := lim.Allow(ctx, keys[k], PerSecond(1_000_000))
+				switch {
+				case err != nil:
+					e++
+				case owner[k] == 2:
+					d++
+					if r.Source == SourceRemote {
+						dr++
+					}
+				default:
+					h++
+					if r.Source == SourceRemote {
+						hr++
+					}
+				}
+			}
+			mu.Lock()
+			healthy, healthyRemote, dead, deadRemote, errs = healthy+h, healthyRemote+hr, dead+d, deadRemote+dr, errs+e
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	st := lim.Stats()
+	t.Logf("healthy masters' keys: %d of %d from Redis; dead master's: %d of %d; %d errors; undecided %v; shards %+v", healthyRemote, healthy, deadRemote, dead, errs, st.Nodes[0].Undecided, st.Nodes[0].Shards)
+	if errs != 0 {
+		t.Errorf("%d errors reached callers", errs)
+	}
+	if healthy == 0 || float64(healthyRemote) < 0.99*float64(healthy) {
+		t.Errorf("healthy masters' keys: %d of %d decided by Redis, want >= 99%%", healthyRemote, healthy)
+	}
+	if deadRemote != 0 {
+		t.Errorf("dead master's keys: %d answers from Redis", deadRemote)
+	}
+	open := 0
+	for _, sh := range st.Nodes[0].Shards {
+		if sh.Breaker != "closed" {
+			open++
+		}
+	}
+	if len(st.Nodes[0].Shards) != 3 || open != 1 {
+		t.Errorf("shards %+v, want 3, one of them not closed", st.Nodes[0].Shards)
+	}
 }

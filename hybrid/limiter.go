@@ -58,6 +58,14 @@ type node struct {
 	failLog   failLog
 	eviction  remote.Eviction // read by warm before the node is published
 
+	// sharded: a Redis Cluster, whose masters fail one by one. Each has a
+	// breaker of its own in shards (master address -> *breaker.Breaker),
+	// made when a key first routes to it; br is then not used, so that one
+	// dead master does not send every key of the cluster to the failure
+	// mode.
+	sharded bool
+	shards  sync.Map
+
 	retiredClosed atomic.Bool
 }
 
@@ -199,13 +207,7 @@ func (l *Limiter) newNode(n Node, owned bool) (*node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidNode, n.Name, err)
 	}
-	br, err := breaker.New(n.Name, breaker.Config{
-		ConsecutiveFailures: l.cfg.Breaker.ConsecutiveFailures,
-		FailureRatio:        l.cfg.Breaker.FailureRatio,
-		OpenTimeout:         l.cfg.Breaker.OpenTimeout,
-		HalfOpenProbes:      l.cfg.Breaker.HalfOpenProbes,
-		Logger:              l.cfg.Logger,
-	})
+	br, err := l.newBreaker(n.Name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidNode, n.Name, err)
 	}
@@ -213,7 +215,36 @@ func (l *Limiter) newNode(n Node, owned bool) (*node, error) {
 	if !l.cfg.Batch.Disable {
 		conc = min(conc, l.cfg.Batch.MaxInFlight)
 	}
-	return &node{name: n.Name, client: n.Client, owned: owned, store: st, br: br, conc: conc}, nil
+	return &node{name: n.Name, client: n.Client, owned: owned, store: st, br: br, conc: conc, sharded: st.Sharded()}, nil
+}
+
+// newBreaker returns a breaker with Config.Breaker's settings.
+func (l *Limiter) newBreaker(name string) (*breaker.Breaker, error) {
+	return breaker.New(name, breaker.Config{
+		ConsecutiveFailures: l.cfg.Breaker.ConsecutiveFailures,
+		FailureRatio:        l.cfg.Breaker.FailureRatio,
+		OpenTimeout:         l.cfg.Breaker.OpenTimeout,
+		HalfOpenProbes:      l.cfg.Breaker.HalfOpenProbes,
+		Logger:              l.cfg.Logger,
+	})
+}
+
+// shardOf returns the breaker of the cluster master that serves key, or nil
+// when nd is not a cluster or the slot map cannot say.
+func (l *Limiter) shardOf(ctx context.Context, nd *node, key string) *breaker.Breaker {
+	addr, err := nd.store.Shard(ctx, key)
+	if err != nil || addr == "" {
+		return nil
+	}
+	if v, ok := nd.shards.Load(addr); ok {
+		return v.(*breaker.Breaker)
+	}
+	br, err := l.newBreaker(nd.name + "/" + addr)
+	if err != nil {
+		return nil
+	}
+	v, _ := nd.shards.LoadOrStore(addr, br)
+	return v.(*breaker.Breaker)
 }
 
 func closeOwned(nodes map[string]*node) error {
@@ -276,7 +307,13 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	if nd == nil {
 		return l.fail(nil, ReasonNoNode, nil, key, n, limits), nil
 	}
-	if nd.br.Open() {
+	var shard *breaker.Breaker
+	if nd.sharded {
+		if shard = l.shardOf(ctx, nd, key); shard != nil && shard.Open() {
+			// The key's master is failing; the cluster's others are not.
+			return l.fail(nd, ReasonBreakerOpen, nil, key, n, limits), nil
+		}
+	} else if nd.br.Open() {
 		// Nothing would be sent, so do not queue for the node either.
 		return l.fail(nd, ReasonBreakerOpen, nil, key, n, limits), nil
 	}
@@ -297,7 +334,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 			}
 		}
 	}
-	out, ok, why, err := l.ask(ctx, nd, remote.Request{Key: key, Cost: n, Limits: limits}, deadline)
+	out, ok, why, err := l.askShard(ctx, nd, remote.Request{Key: key, Cost: n, Limits: limits}, deadline, shard)
 	if !ok {
 		return l.fail(nd, why, err, key, n, limits), nil
 	}

@@ -1,6 +1,11 @@
 package hybrid
 
-import "github.com/hybridlimit/hybridlimit/breaker"
+import (
+	"slices"
+	"strings"
+
+	"github.com/hybridlimit/hybridlimit/breaker"
+)
 
 // Stats is a snapshot of a Limiter's counters.
 type Stats struct {
@@ -57,6 +62,18 @@ type NodeStats struct {
 	// the node may then drop limiter keys, whose clients start afresh.
 	EvictionPolicy string
 	MayEvict       bool
+	// Shards are, for a Redis Cluster node, its masters as keys have
+	// routed to them, in name order, each with a breaker of its own (the
+	// node's Breaker then stays closed: one master's failure sends only
+	// its own keys to the failure mode).
+	Shards []ShardStats
+}
+
+// ShardStats is one Redis Cluster master's breaker.
+type ShardStats struct {
+	Name    string // the master's address
+	Breaker string // "closed", "open" or "half-open"
+	Opened  int64
 }
 
 // Stats returns a snapshot of the counters. It changes nothing: a breaker
@@ -106,7 +123,20 @@ func (l *Limiter) Stats() Stats {
 			InFlight:       inflight,
 			EvictionPolicy: nd.eviction.Policy,
 			MayEvict:       nd.eviction.MayEvict(),
+			Shards:         nd.shardStats(),
 		})
 	}
 	return s
+}
+
+// shardStats returns the breakers of a cluster node's masters.
+func (nd *node) shardStats() []ShardStats {
+	var out []ShardStats
+	nd.shards.Range(func(k, v any) bool {
+		br := v.(*breaker.Breaker)
+		out = append(out, ShardStats{Name: k.(string), Breaker: br.Peek().String(), Opened: int64(br.Stats().ToOpen)})
+		return true
+	})
+	slices.SortFunc(out, func(a, b ShardStats) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }

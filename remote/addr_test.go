@@ -40,7 +40,7 @@ func TestParseAddr(t *testing.T) {
 
 func TestBoundClusterAndFailoverOptions(t *testing.T) {
 	c := BoundClusterOptions(&redis.ClusterOptions{Addrs: []string{"a:1"}, ReadTimeout: time.Second, PoolSize: 7})
-	if c.MaxRetries != -1 || !c.ContextTimeoutEnabled || c.ReadTimeout != DefaultReadTimeout || c.DialerRetries != 1 ||
+	if c.MaxRetries != -1 || c.MaxRedirects != -1 || !c.ContextTimeoutEnabled || c.ReadTimeout != DefaultReadTimeout || c.DialerRetries != 1 ||
 		c.ClusterStateReloadInterval != DefaultClusterStateReload || c.PoolSize != 7 || c.Addrs[0] != "a:1" {
 		t.Errorf("BoundClusterOptions = %+v", c)
 	}

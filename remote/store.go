@@ -34,12 +34,13 @@ type Config struct {
 // Store decides limits on one Redis node. It is safe for concurrent use and
 // holds no resources of its own: closing the client is the caller's.
 type Store struct {
-	rdb      Client
-	oneCall  bool // a batch is one script call: the client talks to one server
-	conc     int  // see Concurrency
-	prefix   string
-	scripts  *scriptSet
-	lastArgs atomic.Pointer[boxedSpec] // see specArgs
+	rdb       Client
+	oneCall   bool // a batch is one script call: the client talks to one server
+	conc      int  // see Concurrency
+	prefix    string
+	scripts   *scriptSet
+	lastArgs  atomic.Pointer[boxedSpec] // see specArgs
+	refreshed atomic.Int64              // unix ns of the last Refresh that reloaded
 }
 
 // New returns a Store on rdb. It does not contact Redis; call Load to load
