@@ -3,6 +3,7 @@ package hybrid
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -176,5 +177,79 @@ func TestClusterOneMasterDown(t *testing.T) {
 	}
 	if len(st.Nodes[0].Shards) != 3 || open != 1 {
 		t.Errorf("shards %+v, want 3, one of them not closed", st.Nodes[0].Shards)
+	}
+}
+
+// TestClusterFailover: a master is killed and its replica promoted (node
+// timeout 1 s): its keys are decided by Redis again within 1 s of the
+// promotion, with go-redis's ClusterStateReloadInterval at a minute (the
+// slot map is reloaded after failures), and no caller sees an error.
+// Bounded: 15 s.
+func TestClusterFailover(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 1)
+	// go-redis's default slot map lifetime, a minute: the Limiter's reloads
+	// after failures are what bring the keys back.
+	o := remote.BoundClusterOptions(&redis.ClusterOptions{Addrs: c.Addrs()})
+	o.ClusterStateReloadInterval = time.Minute
+	rdb := redis.NewClusterClient(o)
+	t.Cleanup(func() { rdb.Close() })
+	lim, err := New(Config{Nodes: []Node{{Name: "cluster", Client: rdb}}, Timeout: 100 * time.Millisecond, Lease: LeaseConfig{Disable: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lim.Close() })
+	ctx := context.Background()
+	var keys []string
+	for i := 0; len(keys) < 20; i++ {
+		if k := "f" + strconv.Itoa(i); c.MasterOf(t, "{"+k+"}") == 0 {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		if r, err := lim.Allow(ctx, k, PerSecond(1_000_000)); err != nil || r.Source != SourceRemote {
+			t.Fatalf("before: %+v, %v", r, err)
+		}
+	}
+	replica := c.Replicas[0][0].Client(t)
+	killed := time.Now()
+	if err := c.Masters[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var promoted, back time.Time
+	var fallback, errs int
+	for time.Since(killed) < 15*time.Second {
+		if promoted.IsZero() {
+			if info, err := replica.Info(ctx, "replication").Result(); err == nil && strings.Contains(info, "role:master") {
+				promoted = time.Now()
+			}
+		}
+		remote := 0
+		for _, k := range keys {
+			r, err := lim.Allow(ctx, k, PerSecond(1_000_000))
+			switch {
+			case err != nil:
+				errs++
+			case r.Source == SourceRemote:
+				remote++
+			default:
+				fallback++
+			}
+		}
+		if !promoted.IsZero() && remote == len(keys) {
+			back = time.Now()
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("promoted %v after the kill, keys back with Redis %v after the promotion; %d fallback answers, %d errors; shards %+v",
+		promoted.Sub(killed), back.Sub(promoted), fallback, errs, lim.Stats().Nodes[0].Shards)
+	if errs != 0 {
+		t.Errorf("%d errors reached callers", errs)
+	}
+	if promoted.IsZero() || back.IsZero() {
+		t.Fatalf("no recovery in 15 s (promoted %v, back %v)", !promoted.IsZero(), !back.IsZero())
+	}
+	if d := back.Sub(promoted); d > time.Second {
+		t.Errorf("keys back with Redis %v after the promotion, want <= 1s", d)
 	}
 }

@@ -311,6 +311,10 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	if nd.sharded {
 		if shard = l.shardOf(ctx, nd, key); shard != nil && shard.Open() {
 			// The key's master is failing; the cluster's others are not.
+			// A replica may be promoted any moment: keep the slot map
+			// fresh (at most every 100 ms), so that the key's next
+			// request finds the new master and its closed breaker.
+			nd.store.Refresh()
 			return l.fail(nd, ReasonBreakerOpen, nil, key, n, limits), nil
 		}
 	} else if nd.br.Open() {
