@@ -47,7 +47,7 @@ func TestRingRefused(t *testing.T) {
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1", "b": "127.0.0.1:2"}})
 	defer ring.Close()
 	_, err := New(Config{Nodes: []Node{{Name: "ring", Client: ring}}})
-	if !errors.Is(err, ErrInvalidNode) || !strings.Contains(err.Error(), "pass each of its shards as a Node") {
+	if !errors.Is(err, ErrInvalidNode) || !strings.Contains(err.Error(), "pass each of its shards as a node") {
 		t.Errorf("New with a Ring = %v; want ErrInvalidNode saying to pass the shards as nodes", err)
 	}
 }

@@ -197,12 +197,6 @@ func (l *Limiter) checkEviction(ctx context.Context, nd *node) {
 }
 
 func (l *Limiter) newNode(n Node, owned bool) (*node, error) {
-	if _, ok := n.Client.(*redis.Ring); ok {
-		// A Ring shards by itself, behind one breaker: one shard down would
-		// send every key to the failure mode. The Limiter's own ring does
-		// the sharding, with a breaker per node.
-		return nil, fmt.Errorf("%w: %q is a *redis.Ring: pass each of its shards as a Node of its own (Config.Nodes), which the Limiter shards with a breaker each", ErrInvalidNode, n.Name)
-	}
 	st, err := remote.New(n.Client, remote.Config{Prefix: l.cfg.Prefix})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidNode, n.Name, err)

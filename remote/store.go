@@ -16,7 +16,8 @@ import (
 const MaxLimits = 16
 
 // Client is what a Store needs of a go-redis client; *redis.Client,
-// *redis.ClusterClient, *redis.Ring and redis.UniversalClient have it.
+// *redis.ClusterClient and redis.UniversalClient have it (New refuses a
+// *redis.Ring).
 type Client interface {
 	redis.Scripter
 	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
@@ -64,7 +65,9 @@ func New(rdb Client, cfg Config) (*Store, error) {
 	case *redis.ClusterClient:
 		st.conc = c.Options().PoolSize
 	case *redis.Ring:
-		st.conc = c.Options().PoolSize
+		// A Ring shards by itself, behind one breaker of its user's: one
+		// shard down sends every key to the failure mode.
+		return nil, fmt.Errorf("remote: a *redis.Ring shards by itself: pass each of its shards as a node of its own (hybrid's Config.Nodes), which the Limiter shards with a breaker each")
 	}
 	st.conc = max(st.conc, 1)
 	return st, nil
@@ -75,14 +78,14 @@ func New(rdb Client, cfg Config) (*Store, error) {
 const DefaultConcurrency = 10
 
 // Concurrency is how many calls the client can carry at once without
-// waiting for a connection: its pool size (per server for a Cluster or a
-// Ring), or DefaultConcurrency for a client of another type.
+// waiting for a connection: its pool size (per server for a Cluster), or
+// DefaultConcurrency for a client of another type.
 func (s *Store) Concurrency() int { return s.conc }
 
 // DecideBatch decides many requests in one round trip, the way the client
 // needs: one multi-key script call (DecideMany) on a client of one server
 // (*redis.Client, also a Sentinel failover client); one pipeline of script
-// calls (DecidePipeline) on a Redis Cluster, a Ring or any other client,
+// calls (DecidePipeline) on a Redis Cluster or any other client,
 // whose requests may live on different servers. out must have len(reqs)
 // elements; the returned error is that of the round trip.
 func (s *Store) DecideBatch(ctx context.Context, reqs []Request, out []Result) error {
