@@ -281,6 +281,13 @@ func leaseAccuracyRun(t *testing.T, lim0 Limit, instances, callers int) string {
 	wg.Wait()
 	end := time.Now()
 	close(stop)
+	// Units held in leases when the load stopped: admissions the instances
+	// took from Redis and had no request left to spend on (the stated
+	// under-admission bound, given back at Close).
+	var stranded int64
+	for _, lim := range lims {
+		stranded += lim.Stats().LeaseUnits
+	}
 	var leased, calls, lost int64
 	mix := map[Source]int64{}
 	for _, lim := range lims {
@@ -333,8 +340,8 @@ func leaseAccuracyRun(t *testing.T, lim0 Limit, instances, callers int) string {
 	}
 	got := float64(admitted.Load())
 	perCall := float64(calls) / demand
-	t.Logf("%s: %.0f requests (%.0f/s), admitted %.0f: %.2f%% of the ideal %.0f (upper bound %.0f), max outstanding lease units %d, %d lost, %d decisions served from leases, %.5f Redis calls per decision, sources %v",
-		tc.name, demand, demand/elapsed, got, 100*got/ideal, ideal, upper, maxOutstanding.Load(), lost, leased, perCall, mix)
+	t.Logf("%s: %.0f requests (%.0f/s), admitted %.0f: %.2f%% of the ideal %.0f (upper bound %.0f), max outstanding lease units %d, %d held at the end, %d lost, %d decisions served from leases, %.5f Redis calls per decision, sources %v",
+		tc.name, demand, demand/elapsed, got, 100*got/ideal, ideal, upper, maxOutstanding.Load(), stranded, lost, leased, perCall, mix)
 	if perCall > 0.01 {
 		return fmt.Sprintf("%.4f Redis calls per decision, want <= 0.01", perCall)
 	}
@@ -347,8 +354,8 @@ func leaseAccuracyRun(t *testing.T, lim0 Limit, instances, callers int) string {
 	if got > upper+float64(maxOutstanding.Load())+rate*0.005 {
 		return fmt.Sprintf("admitted %.0f, above the ideal %.0f plus outstanding %d", got, upper, maxOutstanding.Load())
 	}
-	if got < 0.99*ideal {
-		return fmt.Sprintf("admitted %.0f, below 99%% of the ideal %.0f", got, ideal)
+	if got < 0.99*ideal-float64(stranded) {
+		return fmt.Sprintf("admitted %.0f, below 99%% of the ideal %.0f less the %d units held in leases at the end", got, ideal, stranded)
 	}
 	return ""
 }

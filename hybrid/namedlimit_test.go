@@ -2,60 +2,9 @@ package hybrid
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
-
-// driveAll is drive with every caller going round all the keys of all the
-// nodes, so that keys denied in process (fast) and keys decided by Redis
-// (slow) share every caller's time: with callers bound to a node, the
-// callers of a node whose keys are all over the limit spin and starve the
-// others on a 2-core machine. At most 400,000 calls.
-func (c *toxicCluster) driveAll(workers int, d time.Duration, lim Limit) *tally {
-	var keys []string
-	var nodes []int
-	for i := range c.keys[0] {
-		for n := range c.keys {
-			keys, nodes = append(keys, c.keys[n][i]), append(nodes, n)
-		}
-	}
-	var total tally
-	var mu sync.Mutex
-	var calls atomic.Int64
-	end := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine tally
-			for i := w; calls.Add(1) <= 400_000 && time.Now().Before(end); i++ {
-				k := i % len(keys)
-				t0 := time.Now()
-				r, err := c.lim.Allow(context.Background(), keys[k], lim)
-				el := time.Since(t0)
-				node := nodes[k]
-				mine.calls[node]++
-				if err != nil {
-					mine.errs++
-					continue
-				}
-				mine.bySource[node][r.Source]++
-				mine.slowest[node] = max(mine.slowest[node], el)
-				if r.Allowed {
-					mine.admitted[node]++
-				}
-			}
-			mu.Lock()
-			total.add(&mine)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return &total
-}
 
 // TestNamedLimitKeepsBudget: a named limit that changes keeps its budget
 // across instances, for every algorithm: a client that used 80 of 100 has
@@ -136,8 +85,8 @@ func TestNamedLimitChangeUnderLoad(t *testing.T) {
 			start := time.Now()
 			before := Limit{Rate: 40, Period: time.Minute, Name: name}
 			after := Limit{Rate: 20, Period: time.Minute, Name: name}
-			got := c.driveAll(workers, 1200*time.Millisecond, before)
-			rec := c.driveAll(workers, 800*time.Millisecond, after)
+			got := c.drive(workers, 1200*time.Millisecond, before, nil)
+			rec := c.drive(workers, 800*time.Millisecond, after, nil)
 			keys := int64(len(c.keys[0]))
 			elapsed := time.Since(start)
 			t.Logf("before: %v; after: %v", got, rec)
