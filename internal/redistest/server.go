@@ -59,6 +59,14 @@ type Option func(*options)
 type options struct {
 	args     []string
 	password string
+	sentinel bool
+}
+
+// WithSentinel starts the process as a Redis Sentinel (redis-server
+// <conf> --sentinel, the config file a fresh, empty one in its run
+// directory), to be told what to monitor with SENTINEL MONITOR.
+func WithSentinel() Option {
+	return func(o *options) { o.sentinel = true }
 }
 
 // WithPassword starts the server with requirepass: clients must AUTH with
@@ -89,6 +97,7 @@ type Server struct {
 	bin  string   // path of the redis-server binary
 	args []string // extra arguments from WithArgs
 	pass string   // the requirepass of WithPassword, or ""
+	sent bool     // WithSentinel
 	dir  string   // temporary directory holding one dir per run, removed by Close
 	port int      // fixed for the life of the Server
 
@@ -140,7 +149,7 @@ func Launch(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redistest: starting %s: %w", bin, err)
 	}
-	s := &Server{bin: bin, args: slices.Clone(o.args), pass: o.password, dir: dir}
+	s := &Server{bin: bin, args: slices.Clone(o.args), pass: o.password, sent: o.sentinel, dir: dir}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -433,7 +442,15 @@ func (s *Server) spawn() (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{
+	var head []string
+	if s.sent {
+		conf := filepath.Join(runDir, "sentinel.conf")
+		if err := os.WriteFile(conf, nil, 0o600); err != nil {
+			return nil, err
+		}
+		head = []string{conf, "--sentinel"}
+	}
+	args := append(append(head,
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
@@ -442,7 +459,7 @@ func (s *Server) spawn() (*process, error) {
 		"--daemonize", "no",
 		"--protected-mode", "yes",
 		"--loglevel", "warning",
-	}, s.args...)
+	), s.args...)
 	cmd := exec.Command(s.bin, args...)
 	cmd.Dir = runDir
 	// An *os.File is handed to the child as is: os/exec starts no copying
