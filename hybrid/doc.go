@@ -21,7 +21,11 @@
 // breaker): after Breaker.ConsecutiveFailures failures in a row, or
 // Breaker.FailureRatio of its recent calls, it opens, and the node's keys are
 // answered in process, with no remote attempt, until a probe after
-// Breaker.OpenTimeout succeeds. How they are
+// Breaker.OpenTimeout succeeds. A Redis Cluster node has a breaker per
+// master instead, so one failed master sends only its own keys to the
+// failure mode, and its promoted replica takes them back as soon as the
+// slot map names it. New returns ErrMisconfigured for a node that refuses
+// the scripts for a password, ACL or TLS reason. How the failing keys are
 // answered is Config.OnFailure: Fallback (in-process buckets of package
 // local, each limit scaled by FallbackShare), FailOpen or FailClosed. Redis
 // errors never reach the caller; Result.Source says what decided, and Stats
