@@ -137,7 +137,7 @@ func (l *Limiter) askShard(ctx context.Context, nd *node, req remote.Request, de
 		b.inflight++
 		b.mu.Unlock()
 		one := [1]*call{c}
-		l.roundTrip(nd, one[:], deadline) // the caller waits in it: its budget bounds it
+		l.roundTrip(nd, one[:], deadline, false) // the caller waits in it: its budget bounds it
 		l.release(nd)
 		return c.finish()
 	}
@@ -281,28 +281,35 @@ func (l *Limiter) worker(nd *node) {
 		clear(b.pending[n:])
 		b.pending = b.pending[:n]
 		b.mu.Unlock()
-		l.roundTrip(nd, batch, time.Time{})
-		for _, c := range batch {
-			c.done <- struct{}{} // last: the caller may reuse c at once
-		}
+		l.roundTrip(nd, batch, time.Time{}, true) // signals every call
 		clear(batch)
 	}
 }
 
 // roundTrip sends the calls of a batch in one round trip, and sets their
-// answers. A call with too little of its budget left is not sent.
+// answers. A call with too little of its budget left is not sent. With
+// signal set (a worker's round trip), each call is signalled once its
+// answer is final; an inline caller waits in roundTrip and is not.
 //
 // A worker's round trip is bounded by Timeout from when it is sent (a zero
 // deadline), never by a caller's deadline: its timing out then means that
 // the node did not answer within Timeout, which is what the breaker counts.
 // A caller with less time left leaves on its own, unblamed. An inline round
 // trip, which its caller waits in, is bounded by that caller's deadline.
-func (l *Limiter) roundTrip(nd *node, batch []*call, deadline time.Time) {
+//
+// On a Redis Cluster the calls of each master travel in a round trip of
+// their own, side by side, and are answered as soon as theirs is: in one
+// pipeline, go-redis answers none before all its masters have, so a master
+// that had stopped answering held every other master's requests until the
+// deadline (TestClusterOneMasterPaused).
+func (l *Limiter) roundTrip(nd *node, batch []*call, deadline time.Time, signal bool) {
 	now := time.Now()
 	if deadline.IsZero() {
 		deadline = now.Add(l.cfg.Timeout)
 	}
-	send := 0
+	var sent []*call
+	var first *breaker.Breaker
+	mixed := false
 	for _, c := range batch {
 		if nd.tooLate(c, now) {
 			c.dropped, c.why = true, ReasonQueued
@@ -311,31 +318,70 @@ func (l *Limiter) roundTrip(nd *node, batch []*call, deadline time.Time) {
 			}
 			continue
 		}
-		send++
+		if len(sent) == 0 {
+			first = c.shard
+		}
+		mixed = mixed || c.shard != first
+		sent = append(sent, c)
 	}
-	if send == 0 {
+	if !mixed || !nd.sharded {
+		l.send(nd, sent, deadline)
+		if signal {
+			for _, c := range batch {
+				c.done <- struct{}{} // last: the caller may reuse c at once
+			}
+		}
 		return
 	}
-	if send == 1 {
+	groups := map[*breaker.Breaker][]*call{}
+	for _, c := range sent {
+		groups[c.shard] = append(groups[c.shard], c)
+	}
+	if signal {
+		// The dropped ones are final already; a call once signalled may
+		// be reused by its caller at once, so none is read after.
 		for _, c := range batch {
 			if c.dropped {
-				continue
+				c.done <- struct{}{}
 			}
-			var ok bool
-			ok, c.err = l.call(deadline, nd, func(ctx context.Context) error {
-				c.out = l.sendOne(ctx, nd, c.req)
-				return c.out.Err
-			})
-			l.settle(c, ok)
-			l.shardOutcome(nd, c, ok)
 		}
+	}
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.send(nd, g, deadline)
+			if signal {
+				for _, c := range g {
+					c.done <- struct{}{}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// send makes one round trip for calls, none of them dropped, and sets
+// their answers.
+func (l *Limiter) send(nd *node, calls []*call, deadline time.Time) {
+	switch len(calls) {
+	case 0:
+		return
+	case 1:
+		c := calls[0]
+		var ok bool
+		ok, c.err = l.call(deadline, nd, func(ctx context.Context) error {
+			c.out = l.sendOne(ctx, nd, c.req)
+			return c.out.Err
+		})
+		l.settle(c, ok)
+		l.shardOutcome(nd, c, ok)
 		return
 	}
-	reqs := make([]remote.Request, 0, send)
-	for _, c := range batch {
-		if !c.dropped {
-			reqs = append(reqs, c.req)
-		}
+	reqs := make([]remote.Request, len(calls))
+	for i, c := range calls {
+		reqs[i] = c.req
 	}
 	out := make([]remote.Result, len(reqs))
 	ok, err := l.call(deadline, nd, func(ctx context.Context) error {
@@ -344,15 +390,10 @@ func (l *Limiter) roundTrip(nd *node, batch []*call, deadline time.Time) {
 	if ok {
 		nd.batched.Add(int64(len(reqs)))
 	}
-	i := 0
-	for _, c := range batch {
-		if c.dropped {
-			continue
-		}
+	for i, c := range calls {
 		// Each request's own error says whether Redis decided it: in a
 		// pipeline, one failed command says nothing of the others.
 		c.out, c.err = out[i], err
-		i++
 		l.settle(c, ok)
 		l.shardOutcome(nd, c, ok)
 	}
