@@ -193,6 +193,10 @@
 // # Flags
 //
 //	-nodes URLs           existing nodes instead of embedded ones (see Nodes)
+//	-cluster              an embedded Redis Cluster (3 masters, 3 replicas) instead of
+//	                      3 nodes: hybridlimit with it as one node (a breaker per
+//	                      master), redis_rate with a cluster client; not with -nodes
+//	                      or -fault
 //	-instances N          hybrid.Limiter instances (default 4)
 //	-concurrency N        goroutines sending requests, in total (default 64)
 //	-duration D           per workload and system (default 3s); per point with -sweep

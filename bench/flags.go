@@ -81,6 +81,7 @@ type settings struct {
 	fault         string           // -fault: kill, pause, restart, slow or flap
 	interval      time.Duration    // -fault: the timeline's resolution
 	nodes         []*redis.Options // -nodes; nil: embedded nodes
+	cluster       bool             // -cluster: one embedded Redis Cluster
 	out           string           // directory for the charts
 	json          bool
 	quiet         bool
@@ -108,6 +109,7 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	fs.StringVar(&s.fault, "fault", "", "`kill|pause|restart|slow|flap` one embedded node midway through a mixed run (slow: its replies delayed by half the Limiter's Timeout; flap: the path to it down and up every 100-300ms); print a timeline and write fault-timeline.svg")
 	fs.DurationVar(&s.interval, "interval", time.Second, "with -fault, the width of one row of the timeline")
 	nodes := fs.String("nodes", "", "comma-separated `URLs` (redis://[user:password@]host:port[/db], rediss:// for TLS) of existing nodes to use instead of embedded ones")
+	fs.BoolVar(&s.cluster, "cluster", false, "run on an embedded Redis Cluster of 3 masters and 3 replicas instead of 3 independent nodes: hybridlimit with the cluster as one node (a breaker per master), redis_rate with a cluster client")
 	fs.StringVar(&s.out, "out", ".", "directory the charts are written to")
 	fs.BoolVar(&s.json, "json", false, "print one JSON object per result line instead of tables")
 	fs.BoolVar(&s.quiet, "q", false, "quiet: no progress bar on stderr")
@@ -227,6 +229,9 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 			return bad("-fault with -nodes: faults are injected into embedded nodes only; bench never kills a node it did not start")
 		}
 		s.nodes = opts
+	}
+	if s.cluster && (s.nodes != nil || s.mode == modeFault) {
+		return bad("-cluster with -nodes or -fault: -cluster runs the workloads on an embedded cluster; its faults are not built yet")
 	}
 
 	// Every limit the run will use must be valid for the chosen algorithm.

@@ -64,9 +64,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 
 	var cl *cluster
-	if s.nodes != nil {
+	switch {
+	case s.nodes != nil:
 		cl, err = connectCluster(ctx, s.nodes)
-	} else {
+	case s.cluster:
+		cl, err = startRedisCluster(ctx)
+	default:
 		cl, err = startCluster(ctx, forceMiniredis())
 	}
 	if err != nil {

@@ -367,3 +367,33 @@ func TestFaultFlap(t *testing.T) {
 	t.Logf("flap on redis-server: %d flaps, %d failure-mode answers during them, breaker opened %d times, every breaker closed %.0fms after the path came back",
 		sum.Flaps, during, sum.Opened, *sum.RecoveredMs)
 }
+
+// TestClusterMode: -cluster starts an embedded 3-master, 3-replica Redis
+// Cluster, runs both systems on it, every decision by Redis or in process
+// from Redis's answers (no failure mode), and stops it (goleak in TestMain;
+// the servers are closed). -cluster refuses -nodes and -fault.
+func TestClusterMode(t *testing.T) {
+	redisOnly(t)
+	var stdout, stderr bytes.Buffer
+	args := []string{"-cluster", "-workload", "all", "-duration", "200ms", "-concurrency", "8", "-instances", "2", "-keys", "1000"}
+	if err := run(t.Context(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("run(%q) = %v, stderr:\n%s", args, err, stderr.String())
+	}
+	out := stdout.String()
+	if !strings.Contains(out, "nodes: a Redis Cluster (redis-server ") || !strings.Contains(out, "3 masters") {
+		t.Errorf("first line does not describe the cluster:\n%s", out)
+	}
+	for _, row := range []string{"hot        hybridlimit", "hot        redis_rate", "zipf       hybridlimit", "uniform    redis_rate"} {
+		if !strings.Contains(out, row) {
+			t.Errorf("no %q row:\n%s", row, out)
+		}
+	}
+	if strings.Contains(out, "fallback") {
+		t.Errorf("answers from the failure mode on a healthy cluster:\n%s", out)
+	}
+	for _, bad := range [][]string{{"-cluster", "-fault", "kill"}, {"-cluster", "-nodes", "redis://127.0.0.1:1"}} {
+		if err := run(t.Context(), bad, io.Discard, io.Discard); !errors.Is(err, errUsage) {
+			t.Errorf("run(%q) = %v, want a usage error", bad, err)
+		}
+	}
+}

@@ -34,6 +34,39 @@ type cluster struct {
 
 	servers []*redistest.Server    // embedded redis-server nodes, by index
 	minis   []*miniredis.Miniredis // embedded miniredis nodes, by index
+
+	// With -cluster: the embedded Redis Cluster, and the masters'
+	// addresses a cluster client starts from. opts then holds the
+	// masters', for FLUSHALL and INFO; names is the one node, "cluster".
+	rc    *redistest.Cluster
+	seeds []string
+}
+
+// clusterMasters and clusterReplicas shape -cluster's embedded cluster.
+const (
+	clusterMasters  = 3
+	clusterReplicas = 1
+)
+
+// startRedisCluster starts -cluster's embedded Redis Cluster.
+func startRedisCluster(ctx context.Context) (*cluster, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("bench: interrupted: %w", err)
+	}
+	rc, err := redistest.LaunchCluster(clusterMasters, clusterReplicas)
+	if err != nil {
+		return nil, fmt.Errorf("bench: -cluster: %w", err)
+	}
+	cl := &cluster{rc: rc, seeds: rc.Addrs(), names: []string{"cluster"}}
+	for _, a := range cl.seeds {
+		cl.opts = append(cl.opts, &redis.Options{Addr: a})
+	}
+	v, err := cl.version(ctx, 0)
+	if err != nil {
+		return nil, errors.Join(err, rc.Close())
+	}
+	cl.kind = "redis-server " + v
+	return cl, nil
 }
 
 // startCluster starts numNodes embedded nodes: redis-server through
@@ -135,6 +168,9 @@ func (cl *cluster) version(ctx context.Context, i int) (string, error) {
 // describe is the first line of the report, for example
 // "nodes: 3 redis-server 7.0.15 on 127.0.0.1:40001, 127.0.0.1:40002, ...".
 func (cl *cluster) describe() string {
+	if cl.rc != nil {
+		return fmt.Sprintf("nodes: a Redis Cluster (%s) of %d masters on %s, %d replica each", cl.kind, len(cl.seeds), strings.Join(cl.seeds, ", "), clusterReplicas)
+	}
 	how := ""
 	if cl.external {
 		how = " (given with -nodes)"
@@ -161,7 +197,10 @@ func (cl *cluster) close(ctx context.Context) error {
 	for _, m := range cl.minis {
 		m.Close()
 	}
-	cl.servers, cl.minis = nil, nil
+	if cl.rc != nil {
+		errs = append(errs, cl.rc.Close())
+	}
+	cl.servers, cl.minis, cl.rc = nil, nil, nil
 	return errors.Join(errs...)
 }
 

@@ -41,7 +41,7 @@ type system interface {
 // requests go to them round-robin, as a load balancer would spread them.
 type hybridSystem struct {
 	lims    []*hybrid.Limiter
-	clients []*redis.Client
+	clients []redis.UniversalClient
 }
 
 var _ system = (*hybridSystem)(nil)
@@ -60,7 +60,16 @@ func newHybrid(cl *cluster, instances int, fraction float64, log *slog.Logger, v
 		} else {
 			cfg.Lease.MaxFraction = fraction
 		}
+		if cl.seeds != nil {
+			// The cluster as one node, with a breaker per master.
+			c := redis.NewClusterClient(remote.BoundClusterOptions(&redis.ClusterOptions{Addrs: cl.seeds}))
+			h.clients = append(h.clients, c)
+			cfg.Nodes = append(cfg.Nodes, hybrid.Node{Name: cl.names[0], Client: c})
+		}
 		for i, o := range cl.opts {
+			if cl.seeds != nil {
+				break
+			}
 			// The client a Limiter builds from Config.Addrs, with the
 			// node's credentials, TLS and database kept.
 			if i < len(via) && via[i] != "" {
@@ -140,7 +149,7 @@ func (h *hybridSystem) close() error {
 // limit's rate, period and capacity whatever -algorithm says.
 type redisRateSystem struct {
 	seed    maphash.Seed
-	clients []*redis.Client
+	clients []redis.UniversalClient
 	lims    []*redis_rate.Limiter
 	n       atomic.Int64 // Allow calls made, each one round trip
 }
@@ -149,6 +158,12 @@ var _ system = (*redisRateSystem)(nil)
 
 func newRedisRate(cl *cluster, pool int) *redisRateSystem {
 	r := &redisRateSystem{seed: maphash.MakeSeed()}
+	if cl.seeds != nil {
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.seeds, PoolSize: pool})
+		r.clients = append(r.clients, c)
+		r.lims = append(r.lims, redis_rate.NewLimiter(c))
+		return r
+	}
 	for _, o := range cl.opts {
 		c := newClient(o, pool)
 		r.clients = append(r.clients, c)
