@@ -282,6 +282,11 @@ func (ls *leases) spend(key string, n int64, limits []Limit) (r Result, served, 
 		ls.expire(key, e)
 		return Result{}, false, false
 	}
+	if n > e.size.Load() {
+		// More than a batch: Redis decides it, and it starts no renewal
+		// (it may be bad input, which must take nothing).
+		return Result{}, false, true
+	}
 	left := e.units.Add(-n)
 	if left < 0 {
 		e.units.Add(n)
