@@ -307,7 +307,8 @@ func (l *Limiter) roundTrip(nd *node, batch []*call, deadline time.Time, signal 
 	if deadline.IsZero() {
 		deadline = now.Add(l.cfg.Timeout)
 	}
-	var sent []*call
+	var buf [8]*call // most batches: the calls to send, without a heap slice
+	sent := buf[:0]
 	var first *breaker.Breaker
 	mixed := false
 	for _, c := range batch {
@@ -347,11 +348,12 @@ func (l *Limiter) roundTrip(nd *node, batch []*call, deadline time.Time, signal 
 		}
 	}
 	var wg sync.WaitGroup
+	dl := deadline // captured here only, so the common path allocates nothing for it
 	for _, g := range groups {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l.send(nd, g, deadline)
+			l.send(nd, g, dl)
 			if signal {
 				for _, c := range g {
 					c.done <- struct{}{}

@@ -230,13 +230,14 @@ func (ls *leases) dry(e *leaseEntry, limits []Limit, now int64) Result {
 	return Result{Limit: limits[e.binding.Load()], RetryAfter: retry, ResetAfter: reset, Source: SourceDenyCache}
 }
 
-// delay is how long to hold a request whose first place is the k-th of
-// the LeakyBucket lease e's batch, at now: until the work ahead of it has
-// drained.
-func (e *leaseEntry) delay(k, now int64) time.Duration {
+// delay is how long to hold a request of n places spent from the
+// LeakyBucket lease e at now, left places remaining after it: until the
+// work ahead of its first place, the k-th of the batch, has drained.
+func (e *leaseEntry) delay(left, n, now int64) time.Duration {
 	if e.tick == 0 {
-		return 0
+		return 0 // not a LeakyBucket: nothing more to read
 	}
+	k := e.given.Load() - left - n
 	return time.Duration(max(e.slot0.Load()+k*e.tick-now, 0))
 }
 
@@ -295,8 +296,7 @@ func (ls *leases) spend(key string, n int64, limits []Limit) (r Result, served, 
 			// is due, one request asks for the next batch and is decided
 			// by Redis itself, so that a request made at a dry answer's
 			// RetryAfter finds the refill; the others wait for the batch.
-			if now >= e.waitUntil.Load() && ls.ctx.Err() == nil && e.renewing.CompareAndSwap(false, true) {
-				ls.startRenewal(key, e)
+			if now >= e.waitUntil.Load() && ls.renew(key, e) {
 				return Result{}, false, true
 			}
 			return ls.dry(e, limits, now), true, true
@@ -307,7 +307,7 @@ func (ls *leases) spend(key string, n int64, limits []Limit) (r Result, served, 
 	if e.tick == 0 && left < e.size.Load()/2 && (!e.short.Load() || now >= e.waitUntil.Load()) {
 		ls.renew(key, e)
 	}
-	return Result{Allowed: true, Limit: limits[e.binding.Load()], Remaining: left, Delay: e.delay(e.given.Load()-left-n, now), Source: SourceLease}, true, true
+	return Result{Allowed: true, Limit: limits[e.binding.Load()], Remaining: left, Delay: e.delay(left, n, now), Source: SourceLease}, true, true
 }
 
 // size is the batch to ask for from nd: about RenewEvery of the demand, or
@@ -431,16 +431,12 @@ func (ls *leases) ttl(resetAfter time.Duration, limits []Limit) time.Duration {
 	return ttl
 }
 
-// renew starts a background renewal of e, unless one is in flight.
-func (ls *leases) renew(key string, e *leaseEntry) {
+// renew starts a background renewal of e, unless one is in flight or
+// close has begun, and reports whether it started one.
+func (ls *leases) renew(key string, e *leaseEntry) bool {
 	if ls.ctx.Err() != nil || !e.renewing.CompareAndSwap(false, true) {
-		return
+		return false
 	}
-	ls.startRenewal(key, e)
-}
-
-// startRenewal renews e in the background; the caller has set renewing.
-func (ls *leases) startRenewal(key string, e *leaseEntry) {
 	ls.goDo(false, func() {
 		defer e.renewing.Store(false)
 		if ls.l.locate(key) != e.node {
@@ -493,7 +489,9 @@ func (ls *leases) startRenewal(key string, e *leaseEntry) {
 	})
 	if ls.ctx.Err() != nil {
 		e.renewing.Store(false) // close has begun: no renewal was started
+		return false
 	}
+	return true
 }
 
 // expire ends e: its units are given back, in the background.
