@@ -53,11 +53,14 @@ func appendPeriod(b []byte, d time.Duration) []byte {
 }
 
 // Key returns the Redis key that holds the state of limit l for key.
-func (s *Store) Key(key string, l limit.Limit) string {
+func (s *Store) Key(key string, l limit.Limit) string { return s.tagged(tagOf(key), l) }
+
+// tagged is the Redis key of limit l under hash tag tag.
+func (s *Store) tagged(tag string, l limit.Limit) string {
 	// The suffix is built on the stack and the key in one concatenation:
 	// one allocation per key.
 	var buf [96]byte
-	return s.prefix + "{" + tagOf(key) + string(appendSuffix(buf[:0], l))
+	return s.prefix + "{" + tag + string(appendSuffix(buf[:0], l))
 }
 
 // tagOf is key as it goes inside the hash tag's braces: '%', '{' and '}'

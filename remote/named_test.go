@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -84,5 +85,37 @@ func TestNamedGiveBackAfterChange(t *testing.T) {
 				t.Errorf("after a give-back of 10 under the current limit: %+v, %v; want 157 remaining", d, err)
 			}
 		})
+	}
+}
+
+// TestProbeTouchesNoUserKey: Probe's reserved keys cannot be any user
+// key's, not even "probe" under the very limits the probe uses: that
+// client's keys are all still there after it (the probe deletes its own),
+// and nothing of the probe is left.
+func TestProbeTouchesNoUserKey(t *testing.T) {
+	s, _, rdb := newRealProduction(t)
+	ctx := context.Background()
+	// The window limits: their keys live a second (a bucket at the
+	// probe's rate is full again, and its key gone, within microseconds).
+	for _, l := range probeLimits[2:5] {
+		if _, _, err := s.Decide(ctx, "probe", 3, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Probe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(before)
+	slices.Sort(after)
+	if !slices.Equal(before, after) {
+		t.Errorf("keys %v before the probe, %v after", before, after)
 	}
 }

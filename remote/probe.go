@@ -58,7 +58,7 @@ func IsConfigError(err error) bool {
 
 // probeTag is the hash tag of the keys Probe writes: it holds a raw '{',
 // which no user key's tag does (tagOf encodes it), so a probe never touches
-// a client's state.
+// a client's state (its keys are "<prefix>{{probe}:…").
 const probeTag = "{probe"
 
 // probeLimits are one limit of each algorithm, generous enough that a probe
@@ -90,15 +90,15 @@ func (s *Store) Probe(ctx context.Context) error {
 	if err := s.Load(ctx); err != nil {
 		return wrap("loading the scripts", err)
 	}
-	keys, args := s.probeRequest([]any{1, 1}, probeLimits[:1])
+	keys, args := s.appendTagged(make([]string, 0, len(probeLimits)), []any{1, 1}, probeTag, probeLimits[:1])
 	if err := s.scripts.take.runInts(ctx, s.rdb, keys, args).Err(); err != nil {
 		return wrap("take.lua", err)
 	}
-	keys, args = s.probeRequest([]any{1, 1}, probeLimits)
+	keys, args = s.appendTagged(make([]string, 0, len(probeLimits)), []any{1, 1}, probeTag, probeLimits)
 	if err := s.scripts.decide[mask(probeLimits)].runInts(ctx, s.rdb, keys, args).Err(); err != nil {
 		return wrap("decide.lua", err)
 	}
-	keys, args = s.probeRequest([]any{1}, probeLimits)
+	keys, args = s.appendTagged(make([]string, 0, len(probeLimits)), []any{1}, probeTag, probeLimits)
 	v, err := s.scripts.lease[mask(probeLimits)].runInts(ctx, s.rdb, keys, args).Result()
 	if err != nil {
 		return wrap("lease.lua", err)
@@ -106,7 +106,7 @@ func (s *Store) Probe(ctx context.Context) error {
 	if len(v) != 7 {
 		return fmt.Errorf("%w: %d values from lease, want 7", ErrReply, len(v))
 	}
-	keys, args = s.probeRequest([]any{v[0], v[6]}, probeLimits)
+	keys, args = s.appendTagged(make([]string, 0, len(probeLimits)), []any{v[0], v[6]}, probeTag, probeLimits)
 	if err := s.scripts.giveBack[mask(probeLimits)].run(ctx, s.rdb, keys, args).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return wrap("giveback.lua", err)
 	}
@@ -121,17 +121,4 @@ func (s *Store) Probe(ctx context.Context) error {
 		return wrap("DEL of the probe's keys", err)
 	}
 	return nil
-}
-
-// probeRequest is appendRequest for the probe's reserved keys: args, then
-// the number of limits and their specs.
-func (s *Store) probeRequest(args []any, limits []limit.Limit) ([]string, []any) {
-	keys := make([]string, 0, len(limits))
-	args = append(args, len(limits))
-	for _, l := range limits {
-		var buf [96]byte
-		keys = append(keys, s.prefix+probeTag+string(appendSuffix(buf[:0], l)))
-		args = append(args, s.specArgs(l)...)
-	}
-	return keys, args
 }

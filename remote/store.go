@@ -243,11 +243,17 @@ func check(key string, cost int64, limits []limit.Limit) error {
 // leaseCost marks a lease in check.
 const leaseCost = -1 << 63
 
-// appendRequest appends the keys and arguments of one request.
+// appendRequest appends the keys and arguments of one request for key.
 func (s *Store) appendRequest(keys []string, args []any, key string, limits []limit.Limit) ([]string, []any) {
+	return s.appendTagged(keys, args, tagOf(key), limits)
+}
+
+// appendTagged is appendRequest for the keys of hash tag tag (tagOf of a
+// user key, or the probe's reserved tag).
+func (s *Store) appendTagged(keys []string, args []any, tag string, limits []limit.Limit) ([]string, []any) {
 	args = append(args, len(limits))
 	for _, l := range limits {
-		keys = append(keys, s.Key(key, l))
+		keys = append(keys, s.tagged(tag, l))
 		args = append(args, s.specArgs(l)...)
 	}
 	return keys, args
