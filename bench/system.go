@@ -68,7 +68,7 @@ func newHybrid(cl *cluster, instances int, fraction float64, log *slog.Logger, v
 		}
 		for i, o := range cl.opts {
 			if cl.seeds != nil {
-				break
+				break // opts are the cluster's masters, for INFO and FLUSHALL only
 			}
 			// The client a Limiter builds from Config.Addrs, with the
 			// node's credentials, TLS and database kept.

@@ -23,7 +23,9 @@ func (s *Store) Shard(ctx context.Context, key string) (string, error) {
 	if !ok {
 		return "", nil
 	}
-	m, err := c.MasterForKey(ctx, s.prefix+"{"+tagOf(key)+"}")
+	// The slot is the hash tag's, and tagOf holds no brace: hashed whole,
+	// it hashes as the tag of every Redis key of key does.
+	m, err := c.MasterForKey(ctx, tagOf(key))
 	if err != nil {
 		return "", err
 	}
