@@ -2,7 +2,6 @@ package hybrid
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
@@ -77,7 +76,7 @@ type call struct {
 	err      error            // when !ok: the round trip's error, if any
 	queued   bool             // in batcher.pending (guarded by its mu)
 	done     chan struct{}    // receives once, when the answer is final
-	limits   []Limit          // storage of req.Limits, kept across uses
+	limits   []Limit          // storage of req's limits, kept across uses
 	timer    *time.Timer      // kept across uses
 	shard    *breaker.Breaker // a cluster master's breaker, or nil
 }
@@ -120,8 +119,8 @@ func (l *Limiter) askShard(ctx context.Context, nd *node, req remote.Request, de
 	// call with variadic limits would allocate them, on the lease and
 	// denial-cache paths too.
 	c := callPool.Get().(*call)
-	c.limits = append(c.limits[:0], req.Limits...)
-	c.req = remote.Request{Key: strings.Clone(req.Key), Cost: req.Cost, Limits: c.limits, Lease: req.Lease}
+	c.req = req.Keep(c.limits)
+	c.limits = c.req.Limits()
 	c.deadline, c.budget, c.ctxBound = deadline, deadline.Sub(now), ctxBound
 	c.out, c.ok, c.why, c.err, c.dropped, c.shard = remote.Result{}, false, 0, nil, false, shard
 	b := &nd.batch
@@ -471,13 +470,7 @@ func (l *Limiter) call(deadline time.Time, nd *node, fn func(context.Context) er
 }
 
 // sendOne is one request in one round trip.
-func (l *Limiter) sendOne(ctx context.Context, nd *node, req remote.Request) (r remote.Result) {
-	if req.Lease {
-		g, err := nd.store.Lease(ctx, req.Key, req.Cost, req.Limits...)
-		r.Decision, r.Binding, r.Granted, r.At, r.Err = g.Decision, g.Binding, g.Granted, g.At, err
-		r.Allowed = g.Granted > 0
-		return r
-	}
-	r.Decision, r.Binding, r.Err = nd.store.Decide(ctx, req.Key, req.Cost, req.Limits...)
+func (l *Limiter) sendOne(ctx context.Context, nd *node, req remote.Request) remote.Result {
+	r, _ := nd.store.Decide(ctx, req) // the error is r.Err
 	return r
 }

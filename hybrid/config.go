@@ -15,7 +15,7 @@ import (
 const DefaultTimeout = 50 * time.Millisecond
 
 // MaxKeyLen is the longest key accepted, in bytes.
-const MaxKeyLen = 512
+const MaxKeyLen = remote.MaxKeyLen
 
 // MaxLimits is the most limits one request may carry.
 const MaxLimits = remote.MaxLimits

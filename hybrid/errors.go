@@ -9,7 +9,7 @@ import (
 
 var (
 	// ErrInvalidKey reports an empty key or one longer than MaxKeyLen bytes.
-	ErrInvalidKey = errors.New("hybrid: invalid key")
+	ErrInvalidKey = remote.ErrInvalidKey
 	// ErrInvalidLimit reports a limit that cannot be enforced (see
 	// limit.Limit.Validate), no limit at all, or one given twice.
 	ErrInvalidLimit = limit.ErrInvalidLimit

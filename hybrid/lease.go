@@ -4,7 +4,6 @@ import (
 	"context"
 	"hash/maphash"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,7 +94,7 @@ type hotSlot struct {
 
 // leaseEntry is the lease of one key for one set of limits.
 type leaseEntry struct {
-	limits   []Limit
+	req      remote.Request // the key and limits, kept (Request.Keep)
 	node     *node
 	units    atomic.Int64 // units left to spend
 	expires  atomic.Int64 // ns since base
@@ -188,11 +187,11 @@ func (ls *leases) idle(e *leaseEntry, now int64) bool {
 
 func (ls *leases) now() int64 { return int64(time.Since(ls.base)) }
 
-// newEntry returns a lease of limits from nd, ceiling units at most per
+// newEntry returns a lease of req's key and limits from nd, ceiling units at most per
 // batch.
-func newEntry(nd *node, limits []Limit, ceiling int64) *leaseEntry {
-	e := &leaseEntry{limits: slices.Clone(limits), node: nd}
-	for _, lim := range limits {
+func newEntry(nd *node, req remote.Request, ceiling int64) *leaseEntry {
+	e := &leaseEntry{req: req.Keep(nil), node: nd}
+	for _, lim := range e.req.Limits() {
 		e.windowed = e.windowed || lim.Algorithm == FixedWindow
 		e.poll = max(e.poll, int64(time.Duration(ceiling)*lim.Period/time.Duration(lim.Rate)))
 		if lim.Algorithm == LeakyBucket {
@@ -208,7 +207,7 @@ func newEntry(nd *node, limits []Limit, ceiling int64) *leaseEntry {
 func (ls *leases) arrived(e *leaseEntry, lease remote.Result, want int64, now int64) {
 	e.at.Store(lease.At)
 	e.binding.Store(int64(lease.Binding))
-	e.expires.Store(now + int64(ls.ttl(lease.ResetAfter, e.limits)))
+	e.expires.Store(now + int64(ls.ttl(lease.ResetAfter, e.req.Limits())))
 	e.resetAt.Store(now + int64(lease.ResetAfter))
 	e.slot0.Store(now + int64(lease.Delay))
 	e.took.Store(now)
@@ -269,7 +268,7 @@ func (ls *leases) spend(key string, n int64, limits []Limit) (r Result, served, 
 	}
 	e := v.(*leaseEntry)
 	now := ls.now()
-	if !slices.Equal(e.limits, limits) {
+	if !slices.Equal(e.req.Limits(), limits) {
 		// The key is leased under other limits (a rule changed, or the
 		// key is asked under two sets). A lease past its TTL or no longer
 		// spent is given back, and this request may lease its own.
@@ -372,7 +371,8 @@ const (
 // take leases a first batch for a hot key and charges the request n from
 // it, within the request's deadline. When Redis gives fewer than n units
 // (they are given back) the request is decided as usual.
-func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, key string, n int64, limits []Limit, rate float64) (Result, takeStatus, Reason, error) {
+func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, req remote.Request, rate float64) (Result, takeStatus, Reason, error) {
+	n, limits := req.N(), req.Limits()
 	want := ls.size(nd, rate, n, limits)
 	if want < n || n < 1 {
 		return Result{}, takeSkipped, 0, nil
@@ -384,16 +384,17 @@ func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, key st
 	// lease that Redis had nothing left for had begun to wait for the next
 	// window: nine units in ten of every window sat in Redis unused).
 	// Copies: the caller's key and limits must not escape.
-	e := newEntry(nd, limits, ls.fraction(minCapacity(limits)))
+	e := newEntry(nd, req, ls.fraction(minCapacity(limits)))
 	e.renewing.Store(true)
 	e.size.Store(want)
 	e.expires.Store(ls.now() + int64(ls.l.cfg.Lease.TTL))
-	k := strings.Clone(key)
+	k := e.req.Key()
 	if _, loaded := ls.entries.LoadOrStore(k, e); loaded {
 		return Result{}, takeSkipped, 0, nil
 	}
 	ls.count.Add(1)
-	lease, ok, why, err := ls.l.ask(ctx, nd, remote.Request{Key: key, Cost: want, Limits: limits, Lease: true}, deadline)
+	lr, _ := req.Lease(want) // want >= n >= 1
+	lease, ok, why, err := ls.l.ask(ctx, nd, lr, deadline)
 	if !ok || lease.Granted > 0 && lease.Granted < n {
 		if ls.entries.CompareAndDelete(k, e) {
 			ls.count.Add(-1)
@@ -402,7 +403,7 @@ func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, key st
 			return Result{}, takeFailed, why, err
 		}
 		at, units := lease.At, lease.Granted
-		ls.goDo(true, func() { ls.giveBack(nd, k, at, units, e.limits) })
+		ls.goDo(true, func() { ls.giveBack(nd, e.req, at, units) })
 		return Result{}, takeSkipped, 0, nil
 	}
 	// A lease, or, when Redis has nothing to give, one that waits for the
@@ -456,9 +457,9 @@ func (ls *leases) renew(key string, e *leaseEntry) bool {
 		rate := float64(max(spent, 1)) / max(time.Duration(now-e.took.Load()), time.Millisecond).Seconds()
 		// What is held, plus the batch, stays within MaxFraction; over the
 		// limit, the demand is more than any batch.
-		want := ls.ceiling(e.limits) - max(left, 0)
+		want := ls.ceiling(e.req.Limits()) - max(left, 0)
 		if !short {
-			want = min(ls.size(e.node, rate, 1, e.limits), want)
+			want = min(ls.size(e.node, rate, 1, e.req.Limits()), want)
 		}
 		if e.windowed && !short {
 			// Units of a window are lost when it ends: take no more than
@@ -470,7 +471,7 @@ func (ls *leases) renew(key string, e *leaseEntry) bool {
 		if want < 1 {
 			return
 		}
-		req := remote.Request{Key: key, Cost: want, Limits: e.limits, Lease: true}
+		req, _ := e.req.Lease(want) // want >= 1
 		lease, ok, _, _ := ls.l.ask(ls.ctx, e.node, req, ls.l.deadline(ls.ctx, time.Now()))
 		if !ok {
 			return
@@ -483,7 +484,7 @@ func (ls *leases) renew(key string, e *leaseEntry) bool {
 		// Expired meanwhile: whatever expire did not take back goes back now.
 		if cur, _ := ls.entries.Load(key); cur != e {
 			if left := e.units.Swap(0); left > 0 {
-				ls.giveBack(e.node, key, e.at.Load(), left, e.limits)
+				ls.giveBack(e.node, e.req, e.at.Load(), left)
 			}
 		}
 	})
@@ -500,14 +501,14 @@ func (ls *leases) expire(key string, e *leaseEntry) {
 		ls.count.Add(-1)
 	}
 	if left := e.units.Swap(0); left > 0 {
-		ls.goDo(true, func() { ls.giveBack(e.node, key, e.at.Load(), left, e.limits) })
+		ls.goDo(true, func() { ls.giveBack(e.node, e.req, e.at.Load(), left) })
 	}
 }
 
 // giveBack returns units to the node they were taken from, bounded by
 // Timeout, if it is still in the ring: a removed node's client is closed
 // (or about to be), and its keys are decided elsewhere now.
-func (ls *leases) giveBack(nd *node, key string, at, units int64, limits []Limit) {
+func (ls *leases) giveBack(nd *node, req remote.Request, at, units int64) {
 	if ls.l.nodeByName(nd.name) != nd {
 		ls.lost.Add(units)
 		ls.l.cfg.Logger.Debug("hybrid: lease units dropped, their node left the ring", "node", nd.name, "units", units)
@@ -515,7 +516,7 @@ func (ls *leases) giveBack(nd *node, key string, at, units int64, limits []Limit
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ls.l.cfg.Timeout)
 	defer cancel()
-	if err := nd.store.GiveBack(ctx, key, at, units, limits...); err != nil {
+	if err := nd.store.GiveBack(ctx, req, at, units); err != nil {
 		ls.lost.Add(units)
 		ls.l.cfg.Logger.Debug("hybrid: give-back failed", "node", nd.name, "units", units, "err", err)
 	}
@@ -543,7 +544,7 @@ func (ls *leases) close() {
 		e := v.(*leaseEntry)
 		ls.entries.Delete(k)
 		if left := e.units.Swap(0); left > 0 {
-			ls.giveBack(e.node, k.(string), e.at.Load(), left, e.limits)
+			ls.giveBack(e.node, e.req, e.at.Load(), left)
 		}
 		return true
 	})

@@ -289,7 +289,8 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 		}
 		lease = !held // a lease is held but dry: ask Redis meanwhile
 	}
-	if err := validate(key, n, limits); err != nil {
+	req, err := remote.NewDecision(key, n, limits...)
+	if err != nil {
 		return Result{}, err
 	}
 	if l.deny != nil {
@@ -318,7 +319,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	deadline := l.deadline(ctx, time.Now())
 	if lease {
 		if rate := l.leases.demand(key); rate >= l.cfg.Lease.HotRate {
-			r, st, why, err := l.leases.take(ctx, deadline, nd, key, n, limits, rate)
+			r, st, why, err := l.leases.take(ctx, deadline, nd, req, rate)
 			switch st {
 			case taken:
 				if !r.Allowed && l.deny != nil {
@@ -332,7 +333,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 			}
 		}
 	}
-	out, ok, why, err := l.askShard(ctx, nd, remote.Request{Key: key, Cost: n, Limits: limits}, deadline, shard)
+	out, ok, why, err := l.askShard(ctx, nd, req, deadline, shard)
 	if !ok {
 		return l.fail(nd, why, err, key, n, limits), nil
 	}
@@ -382,37 +383,13 @@ func (l *Limiter) locate(key string) *node {
 // nodeByName returns the node called name, or nil.
 func (l *Limiter) nodeByName(name string) *node { return (*l.nodes.Load())[name] }
 
-// validate rejects bad input before anything is charged.
-func validate(key string, n int64, limits []Limit) error {
-	if len(key) == 0 || len(key) > MaxKeyLen {
-		return fmt.Errorf("%w: length %d, want 1 to %d bytes", ErrInvalidKey, len(key), MaxKeyLen)
-	}
-	return CheckLimits(n, limits...)
-}
-
 // CheckLimits reports whether a request of n units against limits is one
 // AllowN accepts, with the error AllowN would return: an error wrapping
 // ErrInvalidLimit for no limits, more than MaxLimits, an invalid limit or
 // one given twice (limits equal in canonical form); ErrInvalidCost for n
 // below 1; ErrCostExceedsLimit for n above a limit's capacity. Use it to
 // validate configuration before any request is made.
-func CheckLimits(n int64, limits ...Limit) error {
-	if len(limits) == 0 {
-		return fmt.Errorf("%w: no limits", ErrInvalidLimit)
-	}
-	if len(limits) > MaxLimits {
-		return fmt.Errorf("%w: %d limits, at most %d", ErrInvalidLimit, len(limits), MaxLimits)
-	}
-	for _, lim := range limits {
-		if err := lim.Validate(); err != nil {
-			return err
-		}
-		if err := lim.CheckCost(n); err != nil {
-			return err
-		}
-	}
-	return limit.CheckDistinct(limits)
-}
+func CheckLimits(n int64, limits ...Limit) error { return remote.CheckLimits(n, limits...) }
 
 // fail answers a request its node (nil: none) could not decide, per the
 // failure mode, and counts why.

@@ -64,7 +64,7 @@ func BenchmarkDecide(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				k := keys[next.Add(7919)%benchKeys]
-				if _, _, err := s.Decide(ctx, k, 1, l); err != nil {
+				if _, _, err := s.decide(ctx, k, 1, l); err != nil {
 					b.Error(err)
 					return
 				}
@@ -119,7 +119,7 @@ func BenchmarkDecideMany(b *testing.B) {
 				out := make([]Result, batch)
 				n := 0
 				for pb.Next() {
-					reqs[n] = Request{Key: keys[next.Add(7919)%benchKeys], Cost: 1, Limits: l}
+					reqs[n] = req(keys[next.Add(7919)%benchKeys], 1, l)
 					n++
 					if n == batch {
 						if err := s.DecideMany(ctx, reqs, out); err != nil {

@@ -31,7 +31,7 @@ func TestDecidePipelineOneShardDown(t *testing.T) {
 	var owner []int
 	for i := range 60 {
 		k := "k" + strconv.Itoa(i)
-		reqs = append(reqs, Request{Key: k, Cost: 1, Limits: []limit.Limit{limit.PerMinute(100), limit.PerHour(1000)}})
+		reqs = append(reqs, req(k, 1, []limit.Limit{limit.PerMinute(100), limit.PerHour(1000)}))
 		owner = append(owner, c.MasterOf(t, "{"+k+"}"))
 	}
 	out := make([]Result, len(reqs))

@@ -12,7 +12,7 @@ import (
 func runConformance(t *testing.T, s *Store, c clock, tol time.Duration) {
 	conformance.Run(t, tol, func(t *testing.T, key string, limits []limit.Limit, now time.Time, cost int64) (limit.Decision, int, error) {
 		c.set(t, now)
-		return s.Decide(context.Background(), key, cost, limits...)
+		return s.decide(context.Background(), key, cost, limits...)
 	})
 }
 

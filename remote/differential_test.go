@@ -136,7 +136,7 @@ func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back
 				minCap = min(minCap, l.Capacity())
 			}
 			cost := 1 + rng.Int64N(minCap+1)
-			got, gb, err := s.Decide(ctx, key, cost, limits...)
+			got, gb, err := s.decide(ctx, key, cost, limits...)
 			if cost > minCap {
 				if !errors.Is(err, limit.ErrCostExceedsLimit) {
 					t.Fatalf("op %d: Decide(%s, %d, set %d) error = %v, want ErrCostExceedsLimit", op, key, cost, set, err)
@@ -151,7 +151,7 @@ func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back
 			}
 		case x < 8:
 			want := 1 + rng.Int64N(6)
-			got, err := s.Lease(ctx, key, want, limits...)
+			got, err := s.lease(ctx, key, want, limits...)
 			if err != nil {
 				t.Fatalf("op %d: Lease(%s, %d, set %d) error = %v", op, key, want, set, err)
 			}
@@ -172,7 +172,7 @@ func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back
 			l := leases[i]
 			leases = append(leases[:i], leases[i+1:]...)
 			units := 1 + rng.Int64N(l.units)
-			if err := s.GiveBack(ctx, l.key, l.at, units, limitSets[l.set]...); err != nil {
+			if err := s.giveBack(ctx, l.key, l.at, units, limitSets[l.set]...); err != nil {
 				t.Fatalf("op %d: GiveBack error = %v", op, err)
 			}
 			if st, sp := ref.states(l.key, limitSets[l.set], now.UnixMicro(), false); len(st) > 0 {

@@ -2,13 +2,15 @@
 // (scripts/*.lua) mirrors package limit exactly, timed by the Redis server's
 // own clock (TIME), never the caller's.
 //
-// A [Store] wraps one Redis node. [Store.Decide] decides one request for one
-// key against one or more limits in one script call, all or nothing;
-// [Store.DecideMany] decides many independent keys owned by the node in one
-// round trip; [Store.DecidePipeline] does the same as one pipeline of
-// EVALSHA calls (for Redis Cluster, where keys of different users live in
-// different slots). [Store.Lease] takes a batch of units atomically and
-// [Store.GiveBack] returns what was not used.
+// A [Store] wraps one Redis node (a single server, a Sentinel group or a
+// Redis Cluster). A [Request] is validated once, when it is built: a
+// decision of n units, all or nothing ([NewDecision]), or a lease of up to
+// n units, as many as every limit admits now ([NewLease]). [Store.Decide]
+// sends one request in one script call; [Store.DecideBatch] sends many in
+// one round trip, the way the client needs: one multi-key script call on a
+// single server ([Store.DecideMany]), one pipeline of script calls on a
+// Cluster, which the client splits by master ([Store.DecidePipeline]), each
+// request's outcome its own. [Store.GiveBack] returns what a lease did not use.
 //
 // Scripts run by EVALSHA; a node that lost its script cache (a restart, a
 // SCRIPT FLUSH) answers NOSCRIPT, and the store loads the script and sends
@@ -20,6 +22,7 @@
 // Keys are "<prefix>{<key>}:<algorithm>:<rate>:<period>[:<burst>]" (a named
 // limit's "<prefix>{<key>}:@<algorithm>:<name>"), the key with '%', '{' and
 // '}' percent-encoded, so all the keys of one user key share a hash tag and
-// live on one node (and one Redis Cluster slot), whatever bytes it holds. Every write sets a TTL: a key lives only while its
-// state differs from a fresh one. A token bucket is a single integer.
+// live on one node (and one Redis Cluster slot), whatever bytes it holds.
+// Every write sets a TTL: a key lives only while its state differs from a
+// fresh one. A token bucket is a single integer.
 package remote

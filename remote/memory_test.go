@@ -59,7 +59,7 @@ func TestRedisBytesPerKey(t *testing.T) {
 		for i := 0; i < n; i += batch {
 			m := min(batch, n-i)
 			for j := 0; j < m; j++ {
-				reqs[j] = Request{Key: keys[i+j], Cost: 1, Limits: []limit.Limit{c.l}}
+				reqs[j] = req(keys[i+j], 1, []limit.Limit{c.l})
 			}
 			if err := s.DecideMany(ctx, reqs[:m], out[:m]); err != nil {
 				t.Fatal(err)

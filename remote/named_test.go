@@ -26,7 +26,7 @@ func TestNamedKeys(t *testing.T) {
 	if s.Key("k", w) == s.Key("k", a) {
 		t.Fatalf("another algorithm shares the key %q", s.Key("k", a))
 	}
-	if _, _, err := s.Decide(ctx, "k", 3, a); err != nil {
+	if _, _, err := s.decide(ctx, "k", 3, a); err != nil {
 		t.Fatal(err)
 	}
 	v, err := rdb.Get(ctx, s.Key("k", a)).Result()
@@ -36,14 +36,14 @@ func TestNamedKeys(t *testing.T) {
 	if want := "|1:60000000:10:10"; len(v) < len(want) || v[len(v)-len(want):] != want {
 		t.Errorf("state %q does not end with the tag %q", v, want)
 	}
-	if _, _, err := s.Decide(ctx, "k", 3, w); err != nil {
+	if _, _, err := s.decide(ctx, "k", 3, w); err != nil {
 		t.Fatal(err)
 	}
 	// The log's tag is a member below every event; it is not counted.
 	if n, err := rdb.ZCard(ctx, s.Key("k", w)).Result(); err != nil || n != 4 {
 		t.Errorf("log holds %d members (%v), want 3 events and the tag", n, err)
 	}
-	d, _, err := s.Decide(ctx, "k", 1, w)
+	d, _, err := s.decide(ctx, "k", 1, w)
 	if err != nil || !d.Allowed || d.Remaining != 6 {
 		t.Errorf("fourth unit of the log: %+v, %v; want allowed, 6 remaining", d, err)
 	}
@@ -61,26 +61,26 @@ func TestNamedGiveBackAfterChange(t *testing.T) {
 			before := limit.Limit{Algorithm: alg, Rate: 100, Period: time.Hour, Name: "api"}
 			after := before
 			after.Rate = 200
-			l, err := s.Lease(ctx, "k", 50, before)
+			l, err := s.lease(ctx, "k", 50, before)
 			if err != nil || l.Granted != 50 {
 				t.Fatalf("lease: %+v, %v", l, err)
 			}
-			d, _, err := s.Decide(ctx, "k", 1, after)
+			d, _, err := s.decide(ctx, "k", 1, after)
 			if err != nil || d.Remaining != 149 {
 				t.Fatalf("after the change: %+v, %v; want 149 remaining (50 in use of 200, and this one)", d, err)
 			}
-			if err := s.GiveBack(ctx, "k", l.At, 50, before); err != nil {
+			if err := s.giveBack(ctx, "k", l.At, 50, before); err != nil {
 				t.Fatal(err)
 			}
-			d, _, err = s.Decide(ctx, "k", 1, after)
+			d, _, err = s.decide(ctx, "k", 1, after)
 			if err != nil || d.Remaining != 148 {
 				t.Errorf("after a give-back under the old limit: %+v, %v; want 148 remaining (nothing given back)", d, err)
 			}
 			// Under the current limit the give-back counts.
-			if err := s.GiveBack(ctx, "k", l.At, 10, after); err != nil {
+			if err := s.giveBack(ctx, "k", l.At, 10, after); err != nil {
 				t.Fatal(err)
 			}
-			d, _, err = s.Decide(ctx, "k", 1, after)
+			d, _, err = s.decide(ctx, "k", 1, after)
 			if err != nil || d.Remaining != 157 {
 				t.Errorf("after a give-back of 10 under the current limit: %+v, %v; want 157 remaining", d, err)
 			}
@@ -98,7 +98,7 @@ func TestProbeTouchesNoUserKey(t *testing.T) {
 	// The window limits: their keys live a second (a bucket at the
 	// probe's rate is full again, and its key gone, within microseconds).
 	for _, l := range probeLimits[2:5] {
-		if _, _, err := s.Decide(ctx, "probe", 3, l); err != nil {
+		if _, _, err := s.decide(ctx, "probe", 3, l); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -152,40 +152,26 @@ func (s *Store) Connect(ctx context.Context, n int) error {
 	return first
 }
 
-// Request is one request of a multi-key call.
-type Request struct {
-	Key    string
-	Cost   int64
-	Limits []limit.Limit
-	// Lease makes the request a lease of up to Cost units, as Store.Lease
-	// takes one: its Result says how many were Granted, and when (At).
-	Lease bool
-}
-
 // Result is the outcome of one request. Binding is the index of the binding
-// limit in the request's Limits. Err is set for a request that was not sent
-// (bad input) or whose call failed.
+// limit in the request's limits. Err is set for a request that was not
+// sent (one not built by NewDecision or NewLease) or whose call failed.
 type Result struct {
 	limit.Decision
 	Binding int
 	Err     error
-	// Granted and At are set for a lease (Request.Lease): the units taken
-	// (Allowed is Granted > 0) and the server time of the lease, µs since
-	// the Unix epoch.
+	// Granted and At are set for a lease: the units taken (Allowed is
+	// Granted > 0) and the server time of the lease, µs since the Unix
+	// epoch (GiveBack needs it).
 	Granted, At int64
 }
 
-// checkRequest validates one request of a multi-key call and returns the
-// cost argument the decide script takes: the cost, or minus the units of a
-// lease.
-func checkRequest(r Request) (int64, error) {
-	if !r.Lease {
-		return r.Cost, check(r.Key, r.Cost, r.Limits)
+// head is the arguments before a request's limits in a multi-key decide
+// call: its cost, or minus the units of a lease.
+func (r Request) head() int64 {
+	if r.lease {
+		return -r.n
 	}
-	if r.Cost < 1 {
-		return 0, fmt.Errorf("%w: lease of %d", limit.ErrInvalidCost, r.Cost)
-	}
-	return -r.Cost, check(r.Key, leaseCost, r.Limits)
+	return r.n
 }
 
 // parseReply reads one request's values from a decide script's reply and
@@ -207,41 +193,6 @@ func parseReply(v []int64, lease bool, r *Result) (int, error) {
 	}
 	return n, nil
 }
-
-// check validates a request for key against limits; a cost of 0 (a lease,
-// whose size the script decides) skips the cost checks. Nothing is sent for
-// a bad request.
-func check(key string, cost int64, limits []limit.Limit) error {
-	if len(key) == 0 || len(key) > MaxKeyLen {
-		return fmt.Errorf("%w: length %d, want 1 to %d bytes", ErrInvalidKey, len(key), MaxKeyLen)
-	}
-	if len(limits) == 0 {
-		return fmt.Errorf("%w: no limits", limit.ErrInvalidLimit)
-	}
-	if len(limits) > MaxLimits {
-		return fmt.Errorf("%w: %d, at most %d", ErrTooManyLimits, len(limits), MaxLimits)
-	}
-	for _, l := range limits {
-		if err := l.Validate(); err != nil {
-			return err
-		}
-	}
-	if err := limit.CheckDistinct(limits); err != nil {
-		return err
-	}
-	if cost == leaseCost {
-		return nil
-	}
-	for _, l := range limits {
-		if err := l.CheckCost(cost); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// leaseCost marks a lease in check.
-const leaseCost = -1 << 63
 
 // appendRequest appends the keys and arguments of one request for key.
 func (s *Store) appendRequest(keys []string, args []any, key string, limits []limit.Limit) ([]string, []any) {
@@ -286,23 +237,28 @@ type boxedSpec struct {
 	args [5]any
 }
 
-// Decide decides one request of cost units for key against limits, all or
-// nothing, in one script call. It returns the binding limit's decision and
-// its index.
-func (s *Store) Decide(ctx context.Context, key string, cost int64, limits ...limit.Limit) (limit.Decision, int, error) {
-	if err := check(key, cost, limits); err != nil {
-		return limit.Decision{}, 0, err
+// Decide decides one request in one script call: a decision, all or
+// nothing, or a lease (Result.Granted, Result.At). The error is that of
+// the call, also set in Result.Err.
+func (s *Store) Decide(ctx context.Context, req Request) (r Result, err error) {
+	if r.Err = req.built(); r.Err != nil {
+		return r, r.Err
 	}
-	keys, args := s.appendRequest(make([]string, 0, len(limits)), []any{1, cost}, key, limits)
-	vals, err := s.scripts.decideOne(limits).runInts(ctx, s.rdb, keys, args).Result()
-	if err != nil {
-		return limit.Decision{}, 0, err
+	sc, head := s.scripts.decideOne(req.limits), []any{1, req.n}
+	if req.lease {
+		sc, head = s.scripts.lease[mask(req.limits)], []any{req.n}
 	}
-	var r Result
-	if err := parseDecision(vals, &r); err != nil {
-		return limit.Decision{}, 0, err
+	keys, args := s.appendRequest(make([]string, 0, len(req.limits)), head, req.key, req.limits)
+	vals, err := sc.runInts(ctx, s.rdb, keys, args).Result()
+	if err == nil {
+		var n int
+		n, err = parseReply(vals, req.lease, &r)
+		if err == nil && n != len(vals) {
+			err = fmt.Errorf("%w: %d values, want %d", ErrReply, len(vals), n)
+		}
 	}
-	return r.Decision, r.Binding, nil
+	r.Err = err
+	return r, err
 }
 
 // DecideMany decides many requests in one script call on one node: one
@@ -320,14 +276,13 @@ func (s *Store) DecideMany(ctx context.Context, reqs []Request, out []Result) er
 	m := 0
 	for i, r := range reqs {
 		out[i] = Result{}
-		cost, err := checkRequest(r)
-		if err != nil {
+		if err := r.built(); err != nil {
 			out[i].Err = err
 			continue
 		}
-		m |= mask(r.Limits)
-		args = append(args, cost)
-		keys, args = s.appendRequest(keys, args, r.Key, r.Limits)
+		m |= mask(r.limits)
+		args = append(args, r.head())
+		keys, args = s.appendRequest(keys, args, r.key, r.limits)
 		sent = append(sent, i)
 	}
 	if len(sent) == 0 {
@@ -341,7 +296,7 @@ func (s *Store) DecideMany(ctx context.Context, reqs []Request, out []Result) er
 			continue
 		}
 		var n int
-		n, err = parseReply(vals, reqs[i].Lease, &out[i])
+		n, err = parseReply(vals, reqs[i].lease, &out[i])
 		if err != nil {
 			out[i].Err = err
 			continue
@@ -383,15 +338,15 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 	calls := make([]call, 0, len(reqs))
 	for i, r := range reqs {
 		out[i] = Result{}
-		if _, err := checkRequest(r); err != nil {
+		if err := r.built(); err != nil {
 			out[i].Err = err
 			continue
 		}
-		sc, head := s.scripts.decideOne(r.Limits), []any{1, r.Cost}
-		if r.Lease {
-			sc, head = s.scripts.lease[mask(r.Limits)], []any{r.Cost}
+		sc, head := s.scripts.decideOne(r.limits), []any{1, r.n}
+		if r.lease {
+			sc, head = s.scripts.lease[mask(r.limits)], []any{r.n}
 		}
-		keys, args := s.appendRequest(make([]string, 0, len(r.Limits)), head, r.Key, r.Limits)
+		keys, args := s.appendRequest(make([]string, 0, len(r.limits)), head, r.key, r.limits)
 		calls = append(calls, call{i: i, sc: sc, keys: keys, args: args})
 	}
 	if len(calls) == 0 {
@@ -439,7 +394,7 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 			continue
 		}
 		answered = true
-		n, err := parseReply(vals, reqs[c.i].Lease, &out[c.i])
+		n, err := parseReply(vals, reqs[c.i].lease, &out[c.i])
 		if err == nil && n != len(vals) {
 			err = fmt.Errorf("%w: %d values, want %d", ErrReply, len(vals), n)
 		}
@@ -465,55 +420,15 @@ func parseDecision(v []int64, r *Result) error {
 	return nil
 }
 
-// Lease is a batch of units taken from Redis at once.
-type Lease struct {
-	// Granted is the number of units taken: at most the number asked for,
-	// 0 when a limit had none to give (then nothing was taken).
-	Granted int64
-	// Decision is the binding limit's state after the lease; when nothing
-	// was granted, RetryAfter says when one unit will be available.
-	limit.Decision
-	// Binding is the index of the binding limit.
-	Binding int
-	// At is the Redis server's time of the lease, in microseconds since the
-	// Unix epoch; GiveBack needs it.
-	At int64
-}
-
-// Lease takes up to want units for key from all the limits at once, as many
-// as every one of them admits now.
-func (s *Store) Lease(ctx context.Context, key string, want int64, limits ...limit.Limit) (Lease, error) {
-	if want < 1 {
-		return Lease{}, fmt.Errorf("%w: lease of %d", limit.ErrInvalidCost, want)
+// GiveBack returns units of a lease taken at server time at (Result.At)
+// to all of req's limits for its key, never above their capacity.
+func (s *Store) GiveBack(ctx context.Context, req Request, at, units int64) error {
+	if err := req.built(); err != nil {
+		return err
 	}
-	if err := check(key, leaseCost, limits); err != nil {
-		return Lease{}, err
-	}
-	keys, args := s.appendRequest(make([]string, 0, len(limits)), []any{want}, key, limits)
-	v, err := s.scripts.lease[mask(limits)].runInts(ctx, s.rdb, keys, args).Result()
-	if err != nil {
-		return Lease{}, err
-	}
-	if len(v) != 7 {
-		return Lease{}, fmt.Errorf("%w: %d values from lease, want 7", ErrReply, len(v))
-	}
-	var r Result
-	if err := parseDecision(v[:6], &r); err != nil {
-		return Lease{}, err
-	}
-	r.Allowed = v[0] > 0
-	return Lease{Granted: v[0], Decision: r.Decision, Binding: r.Binding, At: v[6]}, nil
-}
-
-// GiveBack returns units of a lease taken at server time at (Lease.At) to
-// all the limits of key, never above their capacity.
-func (s *Store) GiveBack(ctx context.Context, key string, at, units int64, limits ...limit.Limit) error {
 	if units < 1 {
 		return nil
 	}
-	if err := check(key, leaseCost, limits); err != nil {
-		return err
-	}
-	keys, args := s.appendRequest(make([]string, 0, len(limits)), []any{units, at}, key, limits)
-	return s.scripts.giveBack[mask(limits)].run(ctx, s.rdb, keys, args).Err()
+	keys, args := s.appendRequest(make([]string, 0, len(req.limits)), []any{units, at}, req.key, req.limits)
+	return s.scripts.giveBack[mask(req.limits)].run(ctx, s.rdb, keys, args).Err()
 }

@@ -61,27 +61,34 @@ func TestBadInputConsumesNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, _, err := s.Decide(ctx, tt.key, tt.cost, tt.limits...); !errors.Is(err, tt.want) {
+			if _, _, err := s.decide(ctx, tt.key, tt.cost, tt.limits...); !errors.Is(err, tt.want) {
 				t.Errorf("Decide = %v, want %v", err, tt.want)
-			}
-			out := make([]Result, 1)
-			_ = s.DecideMany(ctx, []Request{{Key: tt.key, Cost: tt.cost, Limits: tt.limits}}, out)
-			if !errors.Is(out[0].Err, tt.want) {
-				t.Errorf("DecideMany Err = %v, want %v", out[0].Err, tt.want)
-			}
-			_ = s.DecidePipeline(ctx, []Request{{Key: tt.key, Cost: tt.cost, Limits: tt.limits}}, out)
-			if !errors.Is(out[0].Err, tt.want) {
-				t.Errorf("DecidePipeline Err = %v, want %v", out[0].Err, tt.want)
 			}
 			if keys := m.Keys(); len(keys) != 0 {
 				t.Errorf("keys after a rejected request: %v", keys)
 			}
 		})
 	}
-	if _, err := s.Lease(ctx, "k", 0, ok); !errors.Is(err, limit.ErrInvalidCost) {
+	// A Request not built by NewDecision or NewLease is refused by every
+	// method, and nothing is sent.
+	out := make([]Result, 1)
+	for name, err := range map[string]error{
+		"Decide":         func() error { _, err := s.Decide(ctx, Request{}); return err }(),
+		"DecideMany":     func() error { _ = s.DecideMany(ctx, []Request{{}}, out); return out[0].Err }(),
+		"DecidePipeline": func() error { _ = s.DecidePipeline(ctx, []Request{{}}, out); return out[0].Err }(),
+		"GiveBack":       s.GiveBack(ctx, Request{}, 1, 1),
+	} {
+		if !errors.Is(err, limit.ErrInvalidLimit) {
+			t.Errorf("%s(zero Request) = %v, want ErrInvalidLimit", name, err)
+		}
+	}
+	if keys := m.Keys(); len(keys) != 0 {
+		t.Errorf("keys after a zero Request: %v", keys)
+	}
+	if _, err := s.lease(ctx, "k", 0, ok); !errors.Is(err, limit.ErrInvalidCost) {
 		t.Errorf("Lease(want 0) = %v, want ErrInvalidCost", err)
 	}
-	if _, err := s.Lease(ctx, "", 1, ok); !errors.Is(err, ErrInvalidKey) {
+	if _, err := s.lease(ctx, "", 1, ok); !errors.Is(err, ErrInvalidKey) {
 		t.Errorf("Lease(empty key) = %v, want ErrInvalidKey", err)
 	}
 }
@@ -93,15 +100,15 @@ func TestEveryWriteHasTTL(t *testing.T) {
 	for i, set := range limitSets {
 		key := string(rune('a' + i))
 		for j := 0; j < 5; j++ {
-			if _, _, err := s.Decide(ctx, key, 1, set...); err != nil {
+			if _, _, err := s.decide(ctx, key, 1, set...); err != nil {
 				t.Fatal(err)
 			}
 		}
-		l, err := s.Lease(ctx, key, 2, set...)
+		l, err := s.lease(ctx, key, 2, set...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.GiveBack(ctx, key, l.At, 1, set...); err != nil {
+		if err := s.giveBack(ctx, key, l.At, 1, set...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -127,7 +134,7 @@ func TestTokenBucketIsOneInteger(t *testing.T) {
 	s, _, rdb := newRealProduction(t)
 	ctx := context.Background()
 	l := limit.PerMinute(100)
-	if _, _, err := s.Decide(ctx, "user:1", 3, l); err != nil {
+	if _, _, err := s.decide(ctx, "user:1", 3, l); err != nil {
 		t.Fatal(err)
 	}
 	enc, err := rdb.ObjectEncoding(ctx, s.Key("user:1", l)).Result()
@@ -142,17 +149,17 @@ func TestNoScriptReload(t *testing.T) {
 	s, srv, rdb := newRealProduction(t)
 	ctx := context.Background()
 	l := limit.PerSecond(1000)
-	reqs := []Request{{Key: "a", Cost: 1, Limits: []limit.Limit{l}}, {Key: "b", Cost: 2, Limits: []limit.Limit{l}}}
+	reqs := []Request{req("a", 1, []limit.Limit{l}), req("b", 2, []limit.Limit{l})}
 	out := make([]Result, len(reqs))
 	steps := []struct {
 		name string
 		call func() error
 	}{
-		{"Decide", func() error { _, _, err := s.Decide(ctx, "a", 1, l); return err }},
+		{"Decide", func() error { _, _, err := s.decide(ctx, "a", 1, l); return err }},
 		{"DecideMany", func() error { return s.DecideMany(ctx, reqs, out) }},
 		{"DecidePipeline", func() error { return s.DecidePipeline(ctx, reqs, out) }},
-		{"Lease", func() error { _, err := s.Lease(ctx, "a", 5, l); return err }},
-		{"GiveBack", func() error { return s.GiveBack(ctx, "a", time.Now().UnixMicro(), 1, l) }},
+		{"Lease", func() error { _, err := s.lease(ctx, "a", 5, l); return err }},
+		{"GiveBack", func() error { return s.giveBack(ctx, "a", time.Now().UnixMicro(), 1, l) }},
 	}
 	for _, st := range steps {
 		t.Run(st.name+"/flush", func(t *testing.T) {
@@ -190,7 +197,7 @@ func TestNoScriptReloadPlainClient(t *testing.T) {
 	ctx := context.Background()
 	l := limit.PerHour(1000)
 	out := make([]Result, 3)
-	reqs := []Request{{Key: "a", Cost: 1, Limits: []limit.Limit{l}}, {Key: "b", Cost: 1, Limits: []limit.Limit{l}}, {Key: "c", Cost: 1, Limits: []limit.Limit{l}}}
+	reqs := []Request{req("a", 1, []limit.Limit{l}), req("b", 1, []limit.Limit{l}), req("c", 1, []limit.Limit{l})}
 	for i := 0; i < 2; i++ {
 		if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 			t.Fatal(err)
@@ -217,9 +224,9 @@ func TestDecideManyMatchesDecide(t *testing.T) {
 	var reqs []Request
 	for i := 0; i < 40; i++ {
 		set := limitSets[i%len(limitSets)]
-		reqs = append(reqs, Request{Key: string(rune('a' + i%7)), Cost: int64(1 + i%2), Limits: set})
+		reqs = append(reqs, req(string(rune('a'+i%7)), int64(1+i%2), set))
 	}
-	reqs = append(reqs, Request{Key: "", Cost: 1, Limits: limitSets[0]}) // bad input in the middle of a batch
+	reqs = append(reqs, Request{}) // bad input in the middle of a batch
 	for round := 0; round < 3; round++ {
 		now = now.Add(150 * time.Millisecond)
 		for _, c := range []clock{c1, c2, c3} {
@@ -234,8 +241,7 @@ func TestDecideManyMatchesDecide(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, r := range reqs {
-			d, b, err := one.Decide(ctx, r.Key, r.Cost, r.Limits...)
-			want := Result{Decision: d, Binding: b, Err: err}
+			want, _ := one.Decide(ctx, r)
 			if !sameResult(outMany[i], want) || !sameResult(outPipe[i], want) {
 				t.Fatalf("round %d request %d: DecideMany = %+v, DecidePipeline = %+v, Decide = %+v", round, i, outMany[i], outPipe[i], want)
 			}
@@ -261,20 +267,20 @@ func TestSlidingLogGiveBackRemovesTheLease(t *testing.T) {
 	l := limit.Limit{Algorithm: limit.SlidingWindowLog, Rate: 6, Period: time.Second}
 	t0 := conformance.Base
 	c.set(t, t0)
-	if _, _, err := s.Decide(ctx, "k", 2, l); err != nil {
+	if _, _, err := s.decide(ctx, "k", 2, l); err != nil {
 		t.Fatal(err)
 	}
 	c.set(t, t0.Add(500*time.Millisecond))
-	ls, err := s.Lease(ctx, "k", 3, l)
+	ls, err := s.lease(ctx, "k", 3, l)
 	if err != nil || ls.Granted != 3 {
 		t.Fatalf("Lease = %+v, %v; want 3 granted", ls, err)
 	}
-	if err := s.GiveBack(ctx, "k", ls.At, 2, l); err != nil {
+	if err := s.giveBack(ctx, "k", ls.At, 2, l); err != nil {
 		t.Fatal(err)
 	}
 	// At t0+1s the two events of t0 have left; one leased event remains.
 	c.set(t, t0.Add(time.Second))
-	d, _, err := s.Decide(ctx, "k", 1, l)
+	d, _, err := s.decide(ctx, "k", 1, l)
 	if err != nil || !d.Allowed || d.Remaining != 4 {
 		t.Errorf("Decide after give-back = %+v, %v; want allowed with 4 remaining", d, err)
 	}
@@ -287,18 +293,18 @@ func TestLeaseNeverExceedsCapacity(t *testing.T) {
 	ctx := context.Background()
 	c.set(t, conformance.Base)
 	limits := []limit.Limit{limit.PerSecond(10), {Algorithm: limit.FixedWindow, Rate: 4, Period: time.Second}}
-	ls, err := s.Lease(ctx, "k", 100, limits...)
+	ls, err := s.lease(ctx, "k", 100, limits...)
 	if err != nil || ls.Granted != 4 || ls.Binding != 1 || ls.Remaining != 0 {
 		t.Fatalf("Lease(100) = %+v, %v; want 4 granted, bound by the window", ls, err)
 	}
-	ls2, err := s.Lease(ctx, "k", 1, limits...)
+	ls2, err := s.lease(ctx, "k", 1, limits...)
 	if err != nil || ls2.Granted != 0 || ls2.RetryAfter != time.Second {
 		t.Fatalf("second Lease = %+v, %v; want none, retry after 1s", ls2, err)
 	}
-	if err := s.GiveBack(ctx, "k", ls.At, 1000, limits...); err != nil {
+	if err := s.giveBack(ctx, "k", ls.At, 1000, limits...); err != nil {
 		t.Fatal(err)
 	}
-	d, _, err := s.Decide(ctx, "k", 1, limits...)
+	d, _, err := s.decide(ctx, "k", 1, limits...)
 	if err != nil || !d.Allowed || d.Remaining != 3 {
 		t.Errorf("Decide after give-back = %+v, %v; want allowed, 3 remaining (capacity 4)", d, err)
 	}
@@ -337,7 +343,7 @@ func TestPausedNodeBoundedByContext(t *testing.T) {
 	s, srv, rdb := newRealProduction(t)
 	ctx := context.Background()
 	l := limit.PerMinute(1000)
-	if _, _, err := s.Decide(ctx, "k", 1, l); err != nil {
+	if _, _, err := s.decide(ctx, "k", 1, l); err != nil {
 		t.Fatal(err)
 	}
 	before := scriptCalls(t, rdb)
@@ -346,7 +352,7 @@ func TestPausedNodeBoundedByContext(t *testing.T) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	start := time.Now()
-	_, _, err := s.Decide(cctx, "k", 1, l)
+	_, _, err := s.decide(cctx, "k", 1, l)
 	elapsed := time.Since(start)
 	cancel()
 	if err == nil {
@@ -410,11 +416,11 @@ func TestLeasesInMultiKeyCalls(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a, b := tt.name+":a", tt.name+":b"
 			reqs := []Request{
-				{Key: a, Cost: 30, Limits: l, Lease: true},
-				{Key: b, Cost: 1, Limits: l},
-				{Key: a, Cost: 500, Limits: l, Lease: true}, // only 70 left
-				{Key: a, Cost: 1, Limits: l},                // none left
-				{Key: b, Cost: 0, Limits: l, Lease: true},   // bad: nothing sent
+				leaseReq(a, 30, l),
+				req(b, 1, l),
+				leaseReq(a, 500, l), // only 70 left
+				req(a, 1, l),        // none left
+				{},                  // bad: nothing sent
 			}
 			out := make([]Result, len(reqs))
 			if err := tt.call(reqs, out); err != nil {
@@ -431,11 +437,11 @@ func TestLeasesInMultiKeyCalls(t *testing.T) {
 					t.Errorf("request %d = %+v, want allowed %v, granted %d, At set %v", i, r, w.allowed, w.granted, w.lease)
 				}
 			}
-			if !errors.Is(out[4].Err, limit.ErrInvalidCost) {
-				t.Errorf("lease of 0: Err = %v, want ErrInvalidCost", out[4].Err)
+			if !errors.Is(out[4].Err, limit.ErrInvalidLimit) {
+				t.Errorf("zero Request: Err = %v, want ErrInvalidLimit", out[4].Err)
 			}
 			// The state is the one Store.Lease and Decide see.
-			if g, err := s.Lease(ctx, b, 1000, l...); err != nil || g.Granted != 99 {
+			if g, err := s.lease(ctx, b, 1000, l...); err != nil || g.Granted != 99 {
 				t.Errorf("Lease(%s) after = %+v, %v; want the 99 units left", b, g, err)
 			}
 		})
