@@ -144,6 +144,7 @@ func clusterMasterFault(t *testing.T, fault func(*redistest.Server) error) {
 	t.Cleanup(func() { c.Masters[2].Resume() })
 	var mu sync.Mutex
 	var healthy, healthyRemote, dead, deadRemote, errs int
+	var slowest time.Duration
 	var n atomic.Int64
 	end := time.Now().Add(1500 * time.Millisecond)
 	var wg sync.WaitGroup
@@ -152,9 +153,12 @@ func clusterMasterFault(t *testing.T, fault func(*redistest.Server) error) {
 		go func() {
 			defer wg.Done()
 			var h, hr, d, dr, e int
+			var slow time.Duration
 			for i := w; n.Add(1) <= 200_000 && time.Now().Before(end); i += 16 {
 				k := i % len(keys)
+				start := time.Now()
 				r, err := lim.Allow(ctx, keys[k], PerSecond(1_000_000))
+				slow = max(slow, time.Since(start))
 				switch {
 				case err != nil:
 					e++
@@ -172,12 +176,14 @@ func clusterMasterFault(t *testing.T, fault func(*redistest.Server) error) {
 			}
 			mu.Lock()
 			healthy, healthyRemote, dead, deadRemote, errs = healthy+h, healthyRemote+hr, dead+d, deadRemote+dr, errs+e
+			slowest = max(slowest, slow)
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
 	st := lim.Stats()
-	t.Logf("healthy masters' keys: %d of %d from Redis; dead master's: %d of %d; %d errors; undecided %v; shards %+v", healthyRemote, healthy, deadRemote, dead, errs, st.Nodes[0].Undecided, st.Nodes[0].Shards)
+	t.Logf("healthy masters' keys: %d of %d from Redis; dead master's: %d of %d; %d errors; slowest call %v; undecided %v; shards %+v",
+		healthyRemote, healthy, deadRemote, dead, errs, slowest, st.Nodes[0].Undecided, st.Nodes[0].Shards)
 	if errs != 0 {
 		t.Errorf("%d errors reached callers", errs)
 	}
@@ -235,6 +241,7 @@ func TestClusterFailover(t *testing.T) {
 	}
 	var promoted, back time.Time
 	var fallback, errs int
+	var slowest time.Duration
 	for time.Since(killed) < 15*time.Second {
 		if promoted.IsZero() {
 			if info, err := replica.Info(ctx, "replication").Result(); err == nil && strings.Contains(info, "role:master") {
@@ -243,7 +250,9 @@ func TestClusterFailover(t *testing.T) {
 		}
 		remote := 0
 		for _, k := range keys {
+			start := time.Now()
 			r, err := lim.Allow(ctx, k, PerSecond(1_000_000))
+			slowest = max(slowest, time.Since(start))
 			switch {
 			case err != nil:
 				errs++
@@ -259,8 +268,8 @@ func TestClusterFailover(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Logf("promoted %v after the kill, keys back with Redis %v after the promotion; %d fallback answers, %d errors; shards %+v",
-		promoted.Sub(killed), back.Sub(promoted), fallback, errs, lim.Stats().Nodes[0].Shards)
+	t.Logf("promoted %v after the kill, keys back with Redis %v after the promotion; %d fallback answers, %d errors; slowest call %v; shards %+v",
+		promoted.Sub(killed), back.Sub(promoted), fallback, errs, slowest, lim.Stats().Nodes[0].Shards)
 	if errs != 0 {
 		t.Errorf("%d errors reached callers", errs)
 	}
