@@ -112,6 +112,7 @@ type leaseEntry struct {
 	short     atomic.Bool
 	waitUntil atomic.Int64
 	resetAt   atomic.Int64 // ns since base when the binding limit is full again
+	remaining atomic.Int64 // the binding limit's remaining, as the last batch's answer said
 	poll      int64        // ns for a batch of ceiling units to refill, at the slowest limit's rate
 
 	// LeakyBucket: the time (ns since base) the work ahead of the batch's
@@ -209,6 +210,7 @@ func (ls *leases) arrived(e *leaseEntry, lease remote.Result, want int64, now in
 	e.binding.Store(int64(lease.Binding))
 	e.expires.Store(now + int64(ls.ttl(lease.ResetAfter, e.req.Limits())))
 	e.resetAt.Store(now + int64(lease.ResetAfter))
+	e.remaining.Store(lease.Remaining)
 	e.slot0.Store(now + int64(lease.Delay))
 	e.took.Store(now)
 	if lease.Granted < want {
@@ -226,7 +228,8 @@ func (ls *leases) dry(e *leaseEntry, limits []Limit, now int64) Result {
 	retry := time.Duration(max(e.waitUntil.Load()-now, 0) + e.node.rtt.Load())
 	retry = max(retry, time.Microsecond)
 	reset := max(time.Duration(e.resetAt.Load()-now), retry)
-	return Result{Limit: limits[e.binding.Load()], RetryAfter: retry, ResetAfter: reset, Source: SourceDenyCache}
+	b := int(e.binding.Load())
+	return Result{Limit: limits[b], Binding: b, RetryAfter: retry, ResetAfter: reset, Source: SourceDenyCache}
 }
 
 // delay is how long to hold a request of n places spent from the
@@ -306,7 +309,12 @@ func (ls *leases) spend(key string, n int64, limits []Limit) (r Result, served, 
 	if e.tick == 0 && left < e.size.Load()/2 && (!e.short.Load() || now >= e.waitUntil.Load()) {
 		ls.renew(key, e)
 	}
-	return Result{Allowed: true, Limit: limits[e.binding.Load()], Remaining: left, Delay: e.delay(left, n, now), Source: SourceLease}, true, true
+	// What Redis would answer: the binding limit's remaining as it last
+	// said, with the units this instance holds and has not spent (never
+	// the lease's units alone), and its time until full from then.
+	b := int(e.binding.Load())
+	return Result{Allowed: true, Granted: n, Limit: limits[b], Binding: b, Remaining: e.remaining.Load() + left,
+		ResetAfter: time.Duration(max(e.resetAt.Load()-now, 0)), Delay: e.delay(left, n, now), Source: SourceLease}, true, true
 }
 
 // size is the batch to ask for from nd: about RenewEvery of the demand, or
@@ -415,9 +423,10 @@ func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, req re
 	e.renewing.Store(false)
 	if lease.Granted == 0 {
 		// Redis has nothing to give: that is a denial.
-		return result(lease.Decision, limits[lease.Binding], SourceRemote), taken, 0, nil
+		return result(lease.Decision, limits, lease.Binding, SourceRemote), taken, 0, nil
 	}
-	return Result{Allowed: true, Limit: limits[lease.Binding], Remaining: granted, ResetAfter: lease.ResetAfter, Delay: lease.Delay, Source: SourceLease}, taken, 0, nil
+	return Result{Allowed: true, Granted: n, Limit: limits[lease.Binding], Binding: lease.Binding, Remaining: lease.Remaining + granted,
+		ResetAfter: lease.ResetAfter, Delay: lease.Delay, Source: SourceLease}, taken, 0, nil
 }
 
 // ttl is Lease.TTL, shortened to the end of the window for FixedWindow,

@@ -302,18 +302,10 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	if nd == nil {
 		return l.fail(nil, ReasonNoNode, nil, key, n, limits), nil
 	}
-	var shard *breaker.Breaker
-	if nd.sharded {
-		if shard = l.shardOf(ctx, nd, key); shard != nil && shard.Open() {
-			// The key's master is failing; the cluster's others are not.
-			// A replica may be promoted any moment: keep the slot map
-			// fresh (at most every 100 ms), so that the key's next
-			// request finds the new master and its closed breaker.
-			nd.store.Refresh()
-			return l.fail(nd, ReasonBreakerOpen, nil, key, n, limits), nil
-		}
-	} else if nd.br.Open() {
-		// Nothing would be sent, so do not queue for the node either.
+	// Nothing would be sent past an open breaker (on a Cluster, that of
+	// the key's master: the others may be healthy), so do not queue.
+	shard, open := l.breakerFor(ctx, nd, key)
+	if open {
 		return l.fail(nd, ReasonBreakerOpen, nil, key, n, limits), nil
 	}
 	deadline := l.deadline(ctx, time.Now())
@@ -337,7 +329,10 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	if !ok {
 		return l.fail(nd, why, err, key, n, limits), nil
 	}
-	r := result(out.Decision, limits[out.Binding], SourceRemote)
+	r := result(out.Decision, limits, out.Binding, SourceRemote)
+	if r.Allowed {
+		r.Granted = n
+	}
 	if !r.Allowed && l.deny != nil {
 		c := r
 		if held {
@@ -354,10 +349,12 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 // isSuccess: redis.Nil is an answer, not a failure.
 func isSuccess(err error) bool { return errors.Is(err, redis.Nil) }
 
-func result(d limit.Decision, l Limit, src Source) Result {
+// result is the Result of decision d, whose binding limit is limits[b].
+func result(d limit.Decision, limits []Limit, b int, src Source) Result {
 	return Result{
 		Allowed:    d.Allowed,
-		Limit:      l,
+		Limit:      limits[b],
+		Binding:    b,
 		Remaining:  d.Remaining,
 		RetryAfter: d.RetryAfter,
 		ResetAfter: d.ResetAfter,
@@ -397,23 +394,20 @@ func (l *Limiter) fail(nd *node, why Reason, err error, key string, n int64, lim
 	l.note(nd, why, err)
 	switch l.cfg.OnFailure {
 	case FailOpen:
-		return l.count(Result{Allowed: true, Limit: limits[0], Source: SourceFailOpen})
+		return l.count(Result{Allowed: true, Granted: n, Limit: limits[0], Source: SourceFailOpen})
 	case FailClosed:
 		return l.count(Result{Limit: limits[0], RetryAfter: l.cfg.Breaker.OpenTimeout, Source: SourceFailClosed})
 	}
-	scaled := limits
-	if l.cfg.FallbackShare < 1 {
-		scaled = make([]Limit, len(limits))
-		for i, lim := range limits {
-			scaled[i] = share(lim, l.cfg.FallbackShare)
-		}
-	}
-	d, b, err := l.fallback.AllowAt(key, time.Now(), n, scaled...)
+	d, b, err := l.fallback.AllowAt(key, time.Now(), n, l.scaled(limits)...)
 	if err != nil {
 		// The share is smaller than the cost: deny for a period.
 		return l.count(Result{Limit: limits[0], RetryAfter: limits[0].Period, Source: SourceFallback})
 	}
-	return l.count(result(d, limits[b], SourceFallback))
+	r := result(d, limits, b, SourceFallback)
+	if r.Allowed {
+		r.Granted = n
+	}
+	return l.count(r)
 }
 
 // share scales a limit's rate and burst, never below 1.

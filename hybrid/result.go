@@ -53,9 +53,14 @@ func (s Source) String() string {
 type Result struct {
 	// Allowed reports whether the request was admitted and charged.
 	Allowed bool
+	// Granted is the number of units taken: n for an admitted AllowN, the
+	// count AllowAtMost took, 0 for a denial (and for Peek).
+	Granted int64
 	// Limit is the binding limit: when denied, the one that denied with the
 	// longest RetryAfter; when allowed, the one with the fewest Remaining.
 	Limit Limit
+	// Binding is the index of Limit in the call's limits.
+	Binding int
 	// Remaining is how many more units the binding limit admits now: 99
 	// after the first request of PerMinute(100). 0 when not known
 	// (SourceFailOpen, SourceFailClosed).

@@ -516,7 +516,7 @@ func checkLease(t *testing.T, states []limit.State, limits []limit.Limit, specs 
 	t.Helper()
 	before := cloneAll(states)
 	av := availableAll(t, states, limits, now)
-	g, d := limit.LeaseSpecs(ptrs(states), specs, now.UnixMicro(), want)
+	g, d, _ := limit.LeaseSpecs(ptrs(states), specs, now.UnixMicro(), want)
 	wantG := max(want, 0)
 	for _, a := range av {
 		wantG = min(wantG, a)

@@ -565,12 +565,12 @@ func TestLeaseSpecs(t *testing.T) {
 			now := base.Add(ms)
 			nowUS := now.UnixMicro()
 			// want within both: granted in full.
-			g, d := limit.LeaseSpecs(ptrs(states), specs, nowUS, 3)
+			g, d, _ := limit.LeaseSpecs(ptrs(states), specs, nowUS, 3)
 			if g != 3 || !d.Allowed || d.Remaining != 3 {
 				t.Fatalf("LeaseSpecs(want 3) = %d, %+v, want 3 with Remaining 3", g, d)
 			}
 			// Available now: 7 of the first, 3 of the second.
-			g, d = limit.LeaseSpecs(ptrs(states), specs, nowUS, 100)
+			g, d, _ = limit.LeaseSpecs(ptrs(states), specs, nowUS, 100)
 			if g != 3 || !d.Allowed || d.Remaining != 0 {
 				t.Fatalf("LeaseSpecs(want 100) = %d, %+v, want min(100, 7, 3) = 3 with Remaining 0", g, d)
 			}
@@ -581,7 +581,7 @@ func TestLeaseSpecs(t *testing.T) {
 			}
 			// The second is exhausted: nothing granted, nothing charged.
 			before := cloneAll(states)
-			g, d = limit.LeaseSpecs(ptrs(states), specs, nowUS, 1)
+			g, d, _ = limit.LeaseSpecs(ptrs(states), specs, nowUS, 1)
 			if g != 0 || d.Allowed || d.RetryAfter <= 0 {
 				t.Errorf("LeaseSpecs(want 1) on an exhausted limit = %d, %+v, want 0, denied with RetryAfter > 0", g, d)
 			}
@@ -590,7 +590,7 @@ func TestLeaseSpecs(t *testing.T) {
 			}
 			// want 0 grants and charges nothing either.
 			states2 := make([]limit.State, len(limits))
-			if g, _ := limit.LeaseSpecs(ptrs(states2), specs, nowUS, 0); g != 0 || !reflect.DeepEqual(states2, make([]limit.State, len(limits))) {
+			if g, _, _ := limit.LeaseSpecs(ptrs(states2), specs, nowUS, 0); g != 0 || !reflect.DeepEqual(states2, make([]limit.State, len(limits))) {
 				t.Errorf("LeaseSpecs(want 0) = %d, states %+v, want 0 and zero states", g, states2)
 			}
 		})
@@ -615,7 +615,7 @@ func TestGiveBackSpecs(t *testing.T) {
 
 			states := make([]limit.State, 1)
 			leaseAt := base.Add(100 * ms)
-			g, _ := limit.LeaseSpecs(ptrs(states), specs, leaseAt.UnixMicro(), 4)
+			g, _, _ := limit.LeaseSpecs(ptrs(states), specs, leaseAt.UnixMicro(), 4)
 			if g != 4 {
 				t.Fatalf("LeaseSpecs(want 4) = %d, want 4", g)
 			}
@@ -642,7 +642,7 @@ func TestGiveBackSpecsLogKeepsEarlierEvents(t *testing.T) {
 	t0, t1, t2 := base, base.Add(100*ms), base.Add(200*ms)
 	s := mustTake(t, limit.State{}, l, t0, 3)
 	states := []limit.State{s}
-	if g, _ := limit.LeaseSpecs(ptrs(states), specs, t1.UnixMicro(), 4); g != 4 {
+	if g, _, _ := limit.LeaseSpecs(ptrs(states), specs, t1.UnixMicro(), 4); g != 4 {
 		t.Fatalf("LeaseSpecs(want 4) = %d, want 4", g)
 	}
 	states[0] = mustTake(t, states[0], l, t2, 2)
@@ -669,7 +669,7 @@ func TestGiveBackSpecsWindows(t *testing.T) {
 	leaseAt := base.Add(100 * ms)
 	lease := func(l limit.Limit) []limit.State {
 		states := make([]limit.State, 1)
-		if g, _ := limit.LeaseSpecs(ptrs(states), []limit.Spec{mustSpec(t, l)}, leaseAt.UnixMicro(), 8); g != 8 {
+		if g, _, _ := limit.LeaseSpecs(ptrs(states), []limit.Spec{mustSpec(t, l)}, leaseAt.UnixMicro(), 8); g != 8 {
 			t.Fatalf("LeaseSpecs(%v, want 8) = %d, want 8", l, g)
 		}
 		return states

@@ -179,8 +179,8 @@ func bind(out *Decision, views []view, cost int64, allowed bool) int {
 // every one of them admits now, and charges them. It returns the units
 // granted (0 when any limit is exhausted; nothing is charged then, though a
 // state ahead of now may be rebased, as by Take) and the binding decision
-// after the charge.
-func LeaseSpecs(states []*State, specs []Spec, nowUS, want int64) (int64, Decision) {
+// after the charge, and the binding limit's index.
+func LeaseSpecs(states []*State, specs []Spec, nowUS, want int64) (int64, Decision, int) {
 	var buf [8]view // most requests carry a few limits
 	views := buf[:]
 	if len(specs) > len(buf) {
@@ -194,14 +194,14 @@ func LeaseSpecs(states []*State, specs []Spec, nowUS, want int64) (int64, Decisi
 	}
 	var d Decision
 	if g < 1 {
-		bind(&d, views, 1, false)
-		return 0, d
+		b := bind(&d, views, 1, false)
+		return 0, d, b
 	}
 	for i := range views {
 		views[i].commit(states[i], g)
 	}
-	bind(&d, views, g, true)
-	return g, d
+	b := bind(&d, views, g, true)
+	return g, d, b
 }
 
 // GiveBackSpecs returns units leased at leaseUS to all the limits, never
@@ -286,4 +286,66 @@ func (sp *Spec) takeTokens(out *Decision, s *State, nowUS, cost int64) {
 	out.RetryAfter = 0
 	out.ResetAfter = us((d + sp.R - 1) / sp.R)
 	out.Delay = 0
+}
+
+// PeekSpecs writes to *d what TakeSpecsTo would decide for cost units now,
+// and returns the binding limit's index, charging nothing (a state ahead of
+// now may be rebased, as by Take). It assumes 1 <= cost <= every capacity.
+func PeekSpecs(d *Decision, states []*State, specs []Spec, nowUS, cost int64) int {
+	var buf [8]view // most requests carry a few limits
+	views := buf[:]
+	if len(specs) > len(buf) {
+		views = make([]view, len(specs))
+	}
+	views = views[:len(specs)]
+	ok := true
+	for i := range specs {
+		views[i].look(&specs[i], states[i], nowUS)
+		ok = ok && views[i].allows(cost)
+	}
+	return bind(d, views, cost, ok)
+}
+
+// RefundSpecs gives units back to every limit now, never above its
+// capacity: buckets get them back; a window from its current count (a
+// SlidingWindowCounter from the previous window's once the current one's
+// is spent); the log loses its newest events.
+func RefundSpecs(states []*State, specs []Spec, nowUS, units int64) {
+	for i, sp := range specs {
+		sp.refund(states[i], nowUS, units)
+	}
+}
+
+func (sp Spec) refund(s *State, nowUS, units int64) {
+	if units < 1 {
+		return
+	}
+	var v view
+	v.look(&sp, s, nowUS)
+	switch sp.Algorithm {
+	case TokenBucket, LeakyBucket:
+		s.T, s.A = v.now, max(v.d-units*sp.P, 0)
+	case FixedWindow:
+		if v.d > 0 {
+			s.T, s.A = v.now, max(v.d-units, 0)
+		}
+	case SlidingWindowCounter:
+		if v.d > 0 || v.prev > 0 {
+			cur := min(v.d, units)
+			s.T, s.A, s.B = v.now, v.d-cur, max(v.prev-(units-cur), 0)
+		}
+	case SlidingWindowLog:
+		live := s.Log[v.head:]
+		for len(live) > 0 && units > 0 {
+			last := &live[len(live)-1]
+			n := min(last.N, units)
+			last.N -= n
+			s.A -= n
+			units -= n
+			if last.N == 0 {
+				live = live[:len(live)-1]
+			}
+		}
+		s.Log = s.Log[:v.head+len(live)]
+	}
 }

@@ -91,7 +91,7 @@ func ExampleLimiter_Lease() {
 	}
 	perMinute := limit.PerMinute(100)
 	leaseAt := now()
-	granted, d, err := l.LeaseAt("user:42", leaseAt, 30, perMinute)
+	granted, d, _, err := l.LeaseAt("user:42", leaseAt, 30, perMinute)
 	if err != nil {
 		panic(err)
 	}

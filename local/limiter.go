@@ -171,14 +171,16 @@ func (l *Limiter) allowOne(d *limit.Decision, sh *shard, h uint64, key string, n
 // AllowN, want playing the part of the cost, except that it may exceed a
 // capacity.
 func (l *Limiter) Lease(key string, want int64, limits ...limit.Limit) (granted int64, d limit.Decision, err error) {
-	return l.LeaseAt(key, time.UnixMicro(l.clock()), want, limits...)
+	granted, d, _, err = l.LeaseAt(key, time.UnixMicro(l.clock()), want, limits...)
+	return granted, d, err
 }
 
-// LeaseAt is Lease at the instant now instead of Config.Now's. Pass the same
-// instant to GiveBack as leaseAt.
-func (l *Limiter) LeaseAt(key string, now time.Time, want int64, limits ...limit.Limit) (granted int64, d limit.Decision, err error) {
+// LeaseAt is Lease at the instant now instead of Config.Now's, and also
+// returns the index in limits of the binding limit. Pass the same instant
+// to GiveBack as leaseAt.
+func (l *Limiter) LeaseAt(key string, now time.Time, want int64, limits ...limit.Limit) (granted int64, d limit.Decision, b int, err error) {
 	if err := checkRequest(key, limits); err != nil {
-		return 0, limit.Decision{}, err
+		return 0, limit.Decision{}, 0, err
 	}
 	nowUS := now.UnixMicro()
 	h := l.hash(key)
@@ -188,12 +190,74 @@ func (l *Limiter) LeaseAt(key string, now time.Time, want int64, limits ...limit
 	sh.mu.Lock()
 	if bad, err := sh.gather(&g, h, key, limits, want, false, nowUS); bad >= 0 {
 		sh.mu.Unlock()
-		return 0, limit.Decision{}, l.badRequest(sh, limits, bad, want, err)
+		return 0, limit.Decision{}, 0, l.badRequest(sh, limits, bad, want, err)
 	}
-	granted, d = limit.LeaseSpecs(g.states, g.specs, nowUS, want)
+	granted, d, b = limit.LeaseSpecs(g.states, g.specs, nowUS, want)
 	sh.settle(&g, granted > 0, nowUS)
 	sh.mu.Unlock()
-	return granted, d, nil
+	return granted, d, b, nil
+}
+
+// Peek returns what AllowN of one unit for key would decide now, and the
+// binding limit's index, charging nothing. Bad input is reported as by
+// AllowN.
+func (l *Limiter) Peek(key string, limits ...limit.Limit) (limit.Decision, int, error) {
+	if err := checkRequest(key, limits); err != nil {
+		return limit.Decision{}, 0, err
+	}
+	nowUS := l.clock()
+	h := l.hash(key)
+	sh := l.shardOf(h)
+	var buf groupBuf
+	g := buf.group(len(limits))
+	sh.mu.Lock()
+	if bad, err := sh.gather(&g, h, key, limits, 1, true, nowUS); bad >= 0 {
+		sh.mu.Unlock()
+		return limit.Decision{}, 0, l.badRequest(sh, limits, bad, 1, err)
+	}
+	var d limit.Decision
+	b := limit.PeekSpecs(&d, g.states, g.specs, nowUS, 1)
+	sh.settle(&g, false, nowUS) // entries it inserted go again
+	sh.mu.Unlock()
+	return d, b, nil
+}
+
+// Refund gives units back to key's limits now, never above their
+// capacity, whenever they were taken: buckets get them back; a window from
+// its current count (a SlidingWindowCounter from the previous window's
+// once the current one's is spent); the sliding log loses its newest
+// events. Limits whose state is not kept are skipped; bad input is
+// ignored, as by GiveBack.
+func (l *Limiter) Refund(key string, units int64, limits ...limit.Limit) {
+	if key == "" || units < 1 || limit.CheckDistinct(limits) != nil {
+		return
+	}
+	nowUS := l.clock()
+	h := l.hash(key)
+	sh := l.shardOf(h)
+	sh.mu.Lock()
+	for i := range limits {
+		if e := sh.lookup(h, key, &limits[i]); e != nil && !e.changed(&limits[i]) {
+			st := [1]*limit.State{&e.state}
+			limit.RefundSpecs(st[:], []limit.Spec{e.spec}, nowUS, units)
+			e.used = nowUS
+		}
+	}
+	sh.mu.Unlock()
+}
+
+// Reset forgets key's state for limits (a named limit's whatever its rate):
+// the next request starts afresh.
+func (l *Limiter) Reset(key string, limits ...limit.Limit) {
+	h := l.hash(key)
+	sh := l.shardOf(h)
+	sh.mu.Lock()
+	for i := range limits {
+		if e := find(sh.m.get(h), key, &limits[i]); e != nil {
+			sh.drop(sh.m.get(h), e)
+		}
+	}
+	sh.mu.Unlock()
 }
 
 // GiveBack returns units of a lease taken at leaseAt for key from the same

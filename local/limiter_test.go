@@ -260,7 +260,7 @@ func TestCanonicalLimits(t *testing.T) {
 			if _, _, err := l.AllowAt("k", t0, 1, limits...); !errors.Is(err, limit.ErrInvalidLimit) {
 				t.Errorf("AllowAt(%v) error = %v, want %v", limits, err, limit.ErrInvalidLimit)
 			}
-			if _, _, err := l.LeaseAt("k", t0, 1, limits...); !errors.Is(err, limit.ErrInvalidLimit) {
+			if _, _, _, err := l.LeaseAt("k", t0, 1, limits...); !errors.Is(err, limit.ErrInvalidLimit) {
 				t.Errorf("LeaseAt(%v) error = %v, want %v", limits, err, limit.ErrInvalidLimit)
 			}
 			l.GiveBack("k", t0, 3, limits...) // ignored
@@ -316,7 +316,7 @@ func TestBadInputConsumesNothing(t *testing.T) {
 			}
 			// A lease may ask for more than a capacity: it is granted less.
 			if !errors.Is(tt.wantErr, limit.ErrCostExceedsLimit) {
-				if _, _, err := l.LeaseAt(tt.key, clk.now(), tt.cost, tt.limits...); !errors.Is(err, tt.wantErr) {
+				if _, _, _, err := l.LeaseAt(tt.key, clk.now(), tt.cost, tt.limits...); !errors.Is(err, tt.wantErr) {
 					t.Fatalf("LeaseAt(%q, %d, %v) error = %v, want %v", tt.key, tt.cost, tt.limits, err, tt.wantErr)
 				}
 			}

@@ -95,7 +95,8 @@ type heldLease struct {
 	units int64
 }
 
-// runDifferential drives random decisions, leases and give-backs through s
+// runDifferential drives random decisions, leases, give-backs, peeks,
+// refunds and resets through s
 // and through package limit, and requires identical answers. back allows
 // the clock to step backwards, by a little and by an hour, and forward by
 // an hour.
@@ -129,7 +130,7 @@ func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back
 		key := keys[rng.IntN(len(keys))]
 		set := rng.IntN(len(limitSets))
 		limits := limitSets[set]
-		switch x := rng.IntN(10); {
+		switch x := rng.IntN(13); {
 		case x < 6:
 			minCap := limits[0].Capacity()
 			for _, l := range limits {
@@ -156,7 +157,7 @@ func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back
 				t.Fatalf("op %d: Lease(%s, %d, set %d) error = %v", op, key, want, set, err)
 			}
 			states, specs := ref.states(key, limits, now.UnixMicro(), true)
-			g, d := limit.LeaseSpecs(states, specs, now.UnixMicro(), want)
+			g, d, _ := limit.LeaseSpecs(states, specs, now.UnixMicro(), want)
 			if got.Granted != g || got.Decision != d || got.At != now.UnixMicro() {
 				t.Fatalf("op %d at %v: Lease(%s, %d, set %d) = %+v, want granted %d %+v at %d",
 					op, now.Sub(conformance.Base), key, want, set, got, g, d, now.UnixMicro())
@@ -164,7 +165,35 @@ func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back
 			if g > 0 {
 				leases = append(leases, heldLease{key, set, got.At, g})
 			}
-		default:
+		case x == 10:
+			got, err := s.peek(ctx, key, limits...)
+			states, specs := ref.states(key, limits, now.UnixMicro(), true)
+			var want limit.Decision
+			wb := limit.PeekSpecs(&want, states, specs, now.UnixMicro(), 1)
+			if err != nil || got.Decision != want || got.Binding != wb {
+				t.Fatalf("op %d at %v: Peek(%s, set %d) = %+v, %v; want %+v binding %d",
+					op, now.Sub(conformance.Base), key, set, got, err, want, wb)
+			}
+		case x == 11:
+			units := 1 + rng.Int64N(4)
+			if err := s.refund(ctx, key, units, limits...); err != nil {
+				t.Fatalf("op %d: Refund error = %v", op, err)
+			}
+			if st, sp := ref.states(key, limits, now.UnixMicro(), false); len(st) > 0 {
+				limit.RefundSpecs(st, sp, now.UnixMicro(), units)
+			}
+		case x == 12 && rng.IntN(4) == 0:
+			if err := s.reset(ctx, key, limits...); err != nil {
+				t.Fatalf("op %d: Reset error = %v", op, err)
+			}
+			for _, l := range limits {
+				id := l
+				if l.Name != "" {
+					id = limit.Limit{Algorithm: l.Algorithm, Name: l.Name}
+				}
+				delete(ref, refKey{key, id})
+			}
+		case x >= 8 && x < 10:
 			if len(leases) == 0 {
 				continue
 			}

@@ -110,7 +110,16 @@ func (s *Store) Probe(ctx context.Context) error {
 	if err := s.scripts.giveBack[mask(probeLimits)].run(ctx, s.rdb, keys, args).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return wrap("giveback.lua", err)
 	}
-	// The reserved keys share one hash tag: one DEL, on one slot.
+	keys, args = s.appendTagged(make([]string, 0, len(probeLimits)), []any{1, -1}, probeTag, probeLimits)
+	if err := s.scripts.giveBack[mask(probeLimits)].run(ctx, s.rdb, keys, args).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return wrap("giveback.lua (refund)", err)
+	}
+	keys, args = s.appendTagged(make([]string, 0, len(probeLimits)), []any{}, probeTag, probeLimits)
+	if err := s.scripts.peek[mask(probeLimits)].runInts(ctx, s.rdb, keys, args).Err(); err != nil {
+		return wrap("peek.lua", err)
+	}
+	// The reserved keys share one hash tag: one DEL, on one slot (Reset's
+	// command too).
 	del := make([]any, 0, 1+len(keys))
 	del = append(del, "del")
 	for _, k := range keys {

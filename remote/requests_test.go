@@ -52,3 +52,30 @@ func leaseReq(key string, want int64, limits []limit.Limit) Request {
 	}
 	return r
 }
+
+// peek is Peek for key and limits.
+func (s *Store) peek(ctx context.Context, key string, limits ...limit.Limit) (Result, error) {
+	req, err := NewDecision(key, 1, limits...)
+	if err != nil {
+		return Result{}, err
+	}
+	return s.Peek(ctx, req)
+}
+
+// refund is Refund for key and limits.
+func (s *Store) refund(ctx context.Context, key string, units int64, limits ...limit.Limit) error {
+	req, err := NewDecision(key, 1, limits...)
+	if err != nil {
+		return err
+	}
+	return s.Refund(ctx, req, units)
+}
+
+// reset is Reset for key and limits.
+func (s *Store) reset(ctx context.Context, key string, limits ...limit.Limit) error {
+	req, err := NewDecision(key, 1, limits...)
+	if err != nil {
+		return err
+	}
+	return s.Reset(ctx, req)
+}

@@ -78,10 +78,10 @@ func newScript(mask int, edit func(string) string, files ...string) *script {
 	return &script{src: src, sha: hex.EncodeToString(sum[:])}
 }
 
-// scriptSet is the three entry points, for every set of algorithms, and
+// scriptSet is the four entry points, for every set of algorithms, and
 // the one-step decision of a single token bucket.
 type scriptSet struct {
-	decide, lease, giveBack [numMasks]*script
+	decide, lease, giveBack, peek [numMasks]*script
 	// take decides one request against one TokenBucket limit, as decide
 	// does, without common.lua, which Redis would build on every call
 	// (see take.lua).
@@ -94,6 +94,7 @@ func newScriptSet(edit func(string) string) *scriptSet {
 		s.decide[m] = newScript(m, edit, common, "decide.lua")
 		s.lease[m] = newScript(m, edit, common, "lease.lua")
 		s.giveBack[m] = newScript(m, edit, common, "giveback.lua")
+		s.peek[m] = newScript(m, edit, common, "peek.lua")
 	}
 	s.take = newScript(1<<limit.TokenBucket, edit, "take.lua")
 	return s

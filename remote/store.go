@@ -432,3 +432,50 @@ func (s *Store) GiveBack(ctx context.Context, req Request, at, units int64) erro
 	keys, args := s.appendRequest(make([]string, 0, len(req.limits)), []any{units, at}, req.key, req.limits)
 	return s.scripts.giveBack[mask(req.limits)].run(ctx, s.rdb, keys, args).Err()
 }
+
+// Peek answers what Decide of a decision of one unit for req's key and
+// limits would answer now, charging nothing (req's N and kind are
+// ignored). The error is that of the call, also set in Result.Err.
+func (s *Store) Peek(ctx context.Context, req Request) (r Result, err error) {
+	if r.Err = req.built(); r.Err != nil {
+		return r, r.Err
+	}
+	keys, args := s.appendRequest(make([]string, 0, len(req.limits)), make([]any, 0, 1+5*len(req.limits)), req.key, req.limits)
+	vals, err := s.scripts.peek[mask(req.limits)].runInts(ctx, s.rdb, keys, args).Result()
+	if err == nil {
+		err = parseDecision(vals, &r)
+	}
+	r.Err = err
+	return r, err
+}
+
+// Refund gives units back now to every one of req's limits for its key,
+// never above their capacity, whenever they were taken: buckets get them
+// back; a window from its current count (a SlidingWindowCounter from the
+// previous window's once the current one's is spent); a SlidingWindowLog
+// loses its newest events. req's N and kind are ignored.
+func (s *Store) Refund(ctx context.Context, req Request, units int64) error {
+	if err := req.built(); err != nil {
+		return err
+	}
+	if units < 1 {
+		return fmt.Errorf("%w: refund of %d", limit.ErrInvalidCost, units)
+	}
+	keys, args := s.appendRequest(make([]string, 0, len(req.limits)), []any{units, -1}, req.key, req.limits)
+	return s.scripts.giveBack[mask(req.limits)].run(ctx, s.rdb, keys, args).Err()
+}
+
+// Reset deletes the state of req's limits for its key: the next decision
+// starts afresh. The keys share a hash tag, so this is one DEL on one slot.
+func (s *Store) Reset(ctx context.Context, req Request) error {
+	if err := req.built(); err != nil {
+		return err
+	}
+	del := make([]any, 1, 1+len(req.limits))
+	del[0] = "del"
+	tag := tagOf(req.key)
+	for _, l := range req.limits {
+		del = append(del, s.tagged(tag, l))
+	}
+	return s.rdb.Process(ctx, redis.NewIntCmd(ctx, del...))
+}

@@ -473,3 +473,49 @@ func TestEviction(t *testing.T) {
 		}
 	}
 }
+
+// TestRefundRemovesNewestEvents: a SlidingWindowLog refund removes the
+// newest events, not the oldest, so the oldest still leave the window
+// first: with events at 0, 100 and 200 ms under 3/s and the one at 200 ms
+// refunded, a request at 300 ms passes and the next must wait for the
+// event at 0 to leave (at 1 s), 700 ms; had the refund removed the oldest,
+// it would wait 800 ms. On miniredis and real redis-server, as package
+// limit does.
+func TestRefundRemovesNewestEvents(t *testing.T) {
+	for name, newStore := range map[string]func(*testing.T) (*Store, clock){
+		"miniredis": func(t *testing.T) (*Store, clock) { s, _, c := newMini(t); return s, c },
+		"redis":     func(t *testing.T) (*Store, clock) { s, _, c := newReal(t); return s, c },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, c := newStore(t)
+			ctx := context.Background()
+			l := limit.Limit{Algorithm: limit.SlidingWindowLog, Rate: 3, Period: time.Second}
+			base := conformance.Base
+			var st limit.State
+			sp, _ := l.Spec()
+			for _, ms := range []int{0, 100, 200} {
+				c.set(t, base.Add(time.Duration(ms)*time.Millisecond))
+				if d, _, err := s.decide(ctx, "k", 1, l); err != nil || !d.Allowed {
+					t.Fatalf("decide at %d ms = %+v, %v", ms, d, err)
+				}
+				sp.Take(&st, base.Add(time.Duration(ms)*time.Millisecond).UnixMicro(), 1)
+			}
+			if err := s.refund(ctx, "k", 1, l); err != nil {
+				t.Fatal(err)
+			}
+			limit.RefundSpecs([]*limit.State{&st}, []limit.Spec{sp}, base.Add(200*time.Millisecond).UnixMicro(), 1)
+			at := base.Add(300 * time.Millisecond)
+			c.set(t, at)
+			for i, wantAllowed := range []bool{true, false} {
+				d, _, err := s.decide(ctx, "k", 1, l)
+				ref := sp.Take(&st, at.UnixMicro(), 1)
+				if err != nil || d.Allowed != wantAllowed || d != ref {
+					t.Fatalf("request %d at 300 ms = %+v, %v; want allowed %v, as package limit says: %+v", i, d, err, wantAllowed, ref)
+				}
+				if !wantAllowed && d.RetryAfter != 700*time.Millisecond {
+					t.Fatalf("RetryAfter = %v, want 700ms (the oldest event leaves at 1 s)", d.RetryAfter)
+				}
+			}
+		})
+	}
+}

@@ -71,4 +71,11 @@ function FW.giveback(v, at, units)
   end
 end
 
+-- Refund: give units back to the current window's count.
+function FW.refund(v, units)
+  if v.d > 0 then
+    FW.store(v, mmax(v.d - units, 0))
+  end
+end
+
 ALG[2] = FW

@@ -6,6 +6,7 @@ ALG[1] = {
   allows = TB.allows,
   commit = TB.commit,
   giveback = TB.giveback,
+  refund = TB.refund,
   decide = function(v, cost, ok)
     local out = TB.decide(v, cost, ok)
     if ok then

@@ -110,4 +110,13 @@ function SWC.giveback(v, at, units)
   end
 end
 
+-- Refund: give units back to the current window's count, then to the
+-- previous window's.
+function SWC.refund(v, units)
+  if v.d > 0 or v.prev > 0 then
+    local cur = mmin(v.d, units)
+    SWC.store(v, v.d - cur, mmax(v.prev - (units - cur), 0))
+  end
+end
+
 ALG[4] = SWC

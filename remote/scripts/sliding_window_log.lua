@@ -119,4 +119,17 @@ function SWL.giveback(v, at, units)
   end
 end
 
+-- Refund: remove the newest events in the window.
+function SWL.refund(v, units)
+  local from = '(' .. str(v.now - v.sp.p)
+  while units > 0 do
+    local m = rcall('ZREVRANGEBYSCORE', v.key, '+inf', from, 'LIMIT', 0, mmin(units, 500))
+    if #m == 0 then
+      return
+    end
+    rcall('ZREM', v.key, unpack(m))
+    units = units - #m
+  end
+end
+
 ALG[3] = SWL

@@ -101,4 +101,9 @@ function TB.giveback(v, at, units)
   TB.store(v, d)
 end
 
+-- Refund: a bucket gets units back whenever they were taken.
+function TB.refund(v, units)
+  TB.giveback(v, 0, units)
+end
+
 ALG[0] = TB
