@@ -17,20 +17,13 @@ func ceilSeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
 }
 
-// binding returns the index of the rule's limit that bound res.
+// binding returns the index of the rule's limit that bound res: the
+// rule's limits are the call's, in order.
 func (rl *rule) binding(res hybrid.Result) int {
-	for i, l := range rl.Limits {
-		if l == res.Limit {
-			return i
-		}
+	if res.Binding < 0 || res.Binding >= len(rl.Limits) {
+		return 0
 	}
-	c := res.Limit.Canonical()
-	for i, l := range rl.Limits {
-		if l.Canonical() == c {
-			return i
-		}
-	}
-	return 0
+	return res.Binding
 }
 
 // setHeaders sets the rate-limit fields for a decided request. Every value

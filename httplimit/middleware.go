@@ -1,6 +1,7 @@
 package httplimit
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -117,7 +118,8 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		next.ServeHTTP(w, r)
 		return
 	}
-	res, err := m.lim.AllowN(r.Context(), m.key(r, rl), 1, rl.Limits...)
+	key := m.key(r, rl)
+	res, err := m.lim.AllowN(r.Context(), key, 1, rl.Limits...)
 	if err != nil {
 		rl.stats.errors.Add(1)
 		if ok, n := rl.stats.sample(m.now()); ok {
@@ -144,6 +146,11 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	m.setHeaders(w.Header(), rl, res, d)
 	if !d.allowed {
 		rl.stats.denied.Add(1)
+		if res.Allowed {
+			// Admitted, but held too long: its place in the queue goes
+			// back, as it will not be served.
+			m.refund(r, key, rl)
+		}
 		m.deny(w, rl, res, d)
 		return
 	}
@@ -154,6 +161,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		case <-t.C:
 		case <-r.Context().Done():
 			t.Stop()
+			m.refund(r, key, rl) // the client left: it will not be served
 			return
 		}
 	} else {
@@ -162,12 +170,20 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	next.ServeHTTP(w, r)
 }
 
+// refund gives back the unit a request took and will not use, even when
+// its client has left (the call is bounded by the Limiter's Timeout).
+func (m *Middleware) refund(r *http.Request, key string, rl *rule) {
+	if err := m.lim.Refund(context.WithoutCancel(r.Context()), key, 1, rl.Limits...); err != nil {
+		m.cfg.Logger.Error("httplimit: refund failed", "rule", rl.Name, "err", err)
+	}
+}
+
 // decision is the Middleware's answer to a request.
 type decision struct {
 	allowed bool
 	// retry is, when denied, how long until the request would pass: the
-	// Limiter's RetryAfter; for a Delay above MaxDelay, the excess plus
-	// one slot of the queue, which the request denied has taken.
+	// Limiter's RetryAfter; for a Delay above MaxDelay, the excess: the
+	// request's place in the queue is given back (Limiter.Refund).
 	retry time.Duration
 }
 
@@ -176,7 +192,7 @@ func (rl *rule) decide(res hybrid.Result) decision {
 	case !res.Allowed:
 		return decision{retry: res.RetryAfter}
 	case res.Delay > rl.MaxDelay:
-		return decision{retry: res.Delay - rl.MaxDelay + rl.slot}
+		return decision{retry: res.Delay - rl.MaxDelay}
 	}
 	return decision{allowed: true}
 }

@@ -349,6 +349,52 @@ func TestClientGoneDuringDelay(t *testing.T) {
 	}
 }
 
+// TestLeakyRefusalGivesItsPlaceBack: a LeakyBucket request held longer
+// than MaxDelay is refused, and the place it took in the queue goes back
+// (Limiter.Refund), as does that of a request whose client left while
+// held: the queue is as before either way.
+func TestLeakyRefusalGivesItsPlaceBack(t *testing.T) {
+	lim, m := newMini(t)
+	m.SetTime(t0)
+	leaky := hybrid.Limit{Algorithm: hybrid.LeakyBucket, Rate: 1, Period: time.Minute, Burst: 5}
+	mw := newMiddleware(t, lim, Config{Rules: RuleSet{Default: &Rule{Limits: []hybrid.Limit{leaky}, MaxDelay: time.Second}}})
+	h := mw.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	ctx := context.Background()
+	kr := httptest.NewRequest("GET", "/", nil)
+	kr.RemoteAddr = "198.51.100.1:5000" // do's
+	def := mw.rules.Load().def
+	key := mw.key(kr, def)
+	peek := func() int64 {
+		t.Helper()
+		r, err := lim.Peek(ctx, key, def.Limits...) // the rule's, named
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Remaining
+	}
+	if w := do(h, "GET", "/"); w.Code != http.StatusOK {
+		t.Fatalf("first request: %d", w.Code)
+	}
+	before := peek()
+	w := do(h, "GET", "/") // would be held a minute
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "59" {
+		t.Fatalf("second request: %d, Retry-After %q; want 429 after 59 s", w.Code, w.Header().Get("Retry-After"))
+	}
+	if after := peek(); after != before {
+		t.Errorf("queue after a refused request: remaining %d, want %d (its place given back)", after, before)
+	}
+	mw2 := newMiddleware(t, lim, Config{Rules: RuleSet{Default: &Rule{Limits: []hybrid.Limit{leaky}, MaxDelay: time.Hour}}})
+	h2 := mw2.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Error("served") }))
+	cctx, cancel := context.WithCancel(ctx)
+	r := httptest.NewRequestWithContext(cctx, "GET", "/", nil)
+	r.RemoteAddr = kr.RemoteAddr
+	time.AfterFunc(20*time.Millisecond, cancel)
+	h2.ServeHTTP(httptest.NewRecorder(), r)
+	if after := peek(); after != before {
+		t.Errorf("queue after a client left while held: remaining %d, want %d", after, before)
+	}
+}
+
 func TestDecide(t *testing.T) {
 	leaky := hybrid.Limit{Algorithm: hybrid.LeakyBucket, Rate: 20, Period: time.Second, Burst: 10}
 	s, _, err := compile(RuleSet{Default: &Rule{Limits: []hybrid.Limit{hybrid.PerMinute(100), leaky}, MaxDelay: 120 * time.Millisecond}}, DefaultPrefix, nil)
@@ -356,9 +402,6 @@ func TestDecide(t *testing.T) {
 		t.Fatal(err)
 	}
 	rl := s.def
-	if rl.slot != 50*time.Millisecond {
-		t.Fatalf("slot = %v, want 50ms", rl.slot)
-	}
 	tests := []struct {
 		name string
 		res  hybrid.Result
@@ -367,8 +410,8 @@ func TestDecide(t *testing.T) {
 		{"allowed", hybrid.Result{Allowed: true}, decision{allowed: true}},
 		{"delayed", hybrid.Result{Allowed: true, Delay: 120 * time.Millisecond}, decision{allowed: true}},
 		{"denied", hybrid.Result{RetryAfter: 3 * time.Second}, decision{retry: 3 * time.Second}},
-		// Denied 30ms early; its own slot pushes the next request back 50ms.
-		{"delay above max", hybrid.Result{Allowed: true, Delay: 150 * time.Millisecond}, decision{retry: 80 * time.Millisecond}},
+		// 30ms over; its place in the queue is given back.
+		{"delay above max", hybrid.Result{Allowed: true, Delay: 150 * time.Millisecond}, decision{retry: 30 * time.Millisecond}},
 	}
 	for _, tt := range tests {
 		if got := rl.decide(tt.res); got != tt.want {

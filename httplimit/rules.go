@@ -95,11 +95,12 @@ type Rule struct {
 	Limits []hybrid.Limit
 	// MaxDelay is the longest a request admitted by a LeakyBucket limit
 	// is held (its Result.Delay). One that would wait longer is answered
-	// 429, with Retry-After the time until a request would wait no longer;
-	// it has taken its place in the queue all the same (a Limiter cannot
-	// give units back), so keep each
-	// LeakyBucket's Burst at most MaxDelay×Rate/Period+1: New and SetRules
-	// log a warning otherwise. Zero means DefaultMaxDelay (1s).
+	// 429, with Retry-After the time until a request would wait no longer,
+	// and its place in the queue is given back (Limiter.Refund), as it is
+	// when its client leaves while held. A Burst above
+	// MaxDelay×Rate/Period+1 admits requests only to refuse them, a round
+	// trip each: New and SetRules log a warning. Zero means
+	// DefaultMaxDelay (1s).
 	MaxDelay time.Duration
 	// Shadow makes the rule a dry run: requests are decided, counted and
 	// denials logged, but every request passes, without rate-limit headers
@@ -183,10 +184,9 @@ func (rs RuleSet) equal(o RuleSet) bool {
 // rule is a compiled Rule.
 type rule struct {
 	Rule
-	keyPrefix string        // Config.Prefix + Name + ":"
-	slot      time.Duration // the longest Period/Rate of its LeakyBucket limits
-	policy    string        // RateLimit-Policy field value
-	names     []string      // policy name of each limit
+	keyPrefix string   // Config.Prefix + Name + ":"
+	policy    string   // RateLimit-Policy field value
+	names     []string // policy name of each limit
 	stats     *ruleStats
 }
 
@@ -294,11 +294,6 @@ func compile(rs RuleSet, prefix string, old *ruleSet) (_ *ruleSet, warnings []st
 			c.stats = new(ruleStats)
 		}
 		c.names, c.policy = policy(r)
-		for _, l := range r.Limits {
-			if l.Algorithm == hybrid.LeakyBucket {
-				c.slot = max(c.slot, (l.Period+time.Duration(l.Rate)-1)/time.Duration(l.Rate))
-			}
-		}
 		s.all = append(s.all, c)
 		return c, nil
 	}

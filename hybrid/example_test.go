@@ -111,3 +111,43 @@ func ExampleLimiter_Wait() {
 	fmt.Println("both admitted")
 	// Output: both admitted
 }
+
+// A batch job takes what it may of an hourly quota, gives back what it did
+// not use, and an operator clears a client's state.
+func ExampleLimiter_AllowAtMost() {
+	m, stop := startRedis()
+	defer stop()
+	lim, err := hybrid.New(hybrid.Config{Addrs: []string{m.Addr()}, Timeout: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lim.Close()
+	ctx := context.Background()
+	quota := hybrid.PerHour(100)
+
+	r, err := lim.AllowAtMost(ctx, "job:7", 80, quota) // up to 80 units
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("granted", r.Granted, "remaining", r.Remaining)
+	r, _ = lim.AllowAtMost(ctx, "job:7", 80, quota) // only 20 are left
+	fmt.Println("granted", r.Granted, "remaining", r.Remaining)
+
+	// The job used 90 of the 100: 10 go back.
+	if err := lim.Refund(ctx, "job:7", 10, quota); err != nil {
+		log.Fatal(err)
+	}
+	p, _ := lim.Peek(ctx, "job:7", quota) // what Allow would say; takes nothing
+	fmt.Println("peek", p.Allowed, "remaining after one more", p.Remaining)
+
+	if err := lim.Reset(ctx, "job:7", quota); err != nil {
+		log.Fatal(err)
+	}
+	p, _ = lim.Peek(ctx, "job:7", quota)
+	fmt.Println("after reset, remaining after one more", p.Remaining)
+	// Output:
+	// granted 80 remaining 20
+	// granted 20 remaining 0
+	// peek true remaining after one more 9
+	// after reset, remaining after one more 99
+}
