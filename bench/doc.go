@@ -34,6 +34,37 @@
 //
 //	go run ./bench -nodes 'redis://:secret@10.0.0.1:6379,rediss://user:pw@10.0.0.2:6380/2'
 //
+// -tls-ca, -tls-cert and -tls-key set TLS for the rediss:// URLs of
+// -nodes, on both systems' clients: the PEM file of -tls-ca holds the CA
+// certificates that verify the servers (instead of the system's roots),
+// and -tls-cert with -tls-key is the client certificate, for servers that
+// require one (redis-server --tls-auth-clients yes). Either of -tls-cert
+// and -tls-key without the other, any of them without -nodes or with no
+// rediss:// URL, and -tls-ca with ?skip_verify=true are usage errors.
+//
+//	go run ./bench -nodes rediss://10.0.0.1:6380 -tls-ca ca.pem -tls-cert client.pem -tls-key client.key
+//
+// -cluster runs on a Redis Cluster instead of independent nodes:
+// hybridlimit takes the cluster as one node (hybrid.Config.Nodes with a
+// *redis.ClusterClient whose options pass through
+// remote.BoundClusterOptions; a breaker per master), redis_rate runs on
+// one cluster client. Alone, -cluster starts an embedded cluster of 3
+// masters and 3 replicas (internal/redistest.LaunchCluster, node timeout
+// 1s). With -nodes, the URLs are seed nodes of one existing cluster and
+// nothing is started: they must be of database 0 and share one user and
+// password and redis:// or rediss://, and one of them must report
+// cluster_state:ok (a node not in cluster mode is an error).
+//
+//	go run ./bench -cluster -nodes 'redis://:secret@10.0.0.1:7000,redis://:secret@10.0.0.2:7000'
+//
+// On a cluster, the masters that serve the slots are read with CLUSTER
+// SLOTS whenever bench cleans up, so that a failover in between is
+// followed, and bench's keys are deleted on each master by SCAN and one
+// UNLINK per key (pipelined; a multi-key UNLINK across slots would be
+// refused with CROSSSLOT): before each run on an existing cluster
+// (FLUSHALL on the embedded one's masters), and before bench exits on
+// both.
+//
 // Each node must answer PING. Every key bench writes there starts with
 // "hlb:{hlbench:<run id>:" (hybridlimit's) or "rate:hlbench:<run id>:"
 // (redis_rate's), where the run id is random per process; bench deletes
@@ -192,11 +223,17 @@
 
 // # Flags
 //
-//	-nodes URLs           existing nodes instead of embedded ones (see Nodes)
-//	-cluster              an embedded Redis Cluster (3 masters, 3 replicas) instead of
-//	                      3 nodes: hybridlimit with it as one node (a breaker per
-//	                      master), redis_rate with a cluster client; not with -nodes
-//	                      or -fault
+//	-nodes URLs           existing nodes instead of embedded ones; with -cluster, the
+//	                      seed nodes of one existing Redis Cluster (see Nodes)
+//	-cluster              a Redis Cluster instead of 3 independent nodes: an embedded
+//	                      one (3 masters, 3 replicas), or with -nodes an existing one;
+//	                      hybridlimit with it as one node (a breaker per master),
+//	                      redis_rate with a cluster client; of the faults, only
+//	                      -fault failover, on the embedded one
+//	-tls-ca FILE          with -nodes: PEM CA certificates that verify the rediss://
+//	                      nodes (default the system's roots)
+//	-tls-cert FILE        with -nodes and -tls-key: the client certificate for the
+//	-tls-key FILE         rediss:// nodes and its private key (PEM)
 //	-instances N          hybrid.Limiter instances (default 4)
 //	-concurrency N        goroutines sending requests, in total (default 64)
 //	-duration D           per workload and system (default 3s); per point with -sweep
