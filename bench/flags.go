@@ -253,8 +253,6 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 		return bad("-fault failover needs -cluster: it kills a master of the embedded cluster and times its replica's promotion")
 	case s.cluster && s.mode == modeFault && s.fault != faultFailover:
 		return bad("-cluster -fault %s: on a cluster only -fault failover is built", s.fault)
-	case s.fault == faultFailover:
-		return bad("-fault failover: not built yet")
 	}
 
 	// Every limit the run will use must be valid for the chosen algorithm.

@@ -116,6 +116,10 @@ type jsonFault struct {
 	Flaps       int              `json:"flaps"`
 	DegradedMs  *float64         `json:"degraded_after_ms"`
 	RecoveredMs *float64         `json:"recovered_after_ms"`
+	PromotedMs  *float64         `json:"promoted_after_ms"`
+	RemoteMs    *float64         `json:"remote_after_ms"`
+	LastFailMs  *float64         `json:"last_failure_after_ms"`
+	RedisRateMs *float64         `json:"redis_rate_after_ms"`
 	Opened      int64            `json:"breaker_opened"`
 	Decisions   int64            `json:"decisions"`
 	Errors      int64            `json:"errors"`
@@ -139,7 +143,8 @@ var requiredFields = map[string][]string{
 		"p99_us", "degraded_instances", "breaker_opened", "breaker_closed", "victim_decisions", "victim_sources",
 		"victim_failure_mode", "victim_failure_pct", "victim_reasons", "victim_remote_p99_us", "others_remote_p99_us", "events"},
 	"fault": {"type", "fault", "node", "nodes", "hot_keys", "instances", "concurrency", "seconds", "fault_at_s",
-		"back_at_s", "slow_ms", "flaps", "degraded_after_ms", "recovered_after_ms", "breaker_opened", "decisions",
+		"back_at_s", "slow_ms", "flaps", "degraded_after_ms", "recovered_after_ms", "promoted_after_ms",
+		"remote_after_ms", "last_failure_after_ms", "redis_rate_after_ms", "breaker_opened", "decisions",
 		"errors", "sources", "victim_decisions", "victim_failure_mode", "fault_victim_failure_pct",
 		"fault_victim_remote_p99_us"},
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -71,4 +72,54 @@ func TestClusterNodes(t *testing.T) {
 	if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), plain.Addr()+" is not in cluster mode") {
 		t.Errorf("run(-cluster -nodes plain node) = %v, want an error saying %s is not in cluster mode", err, plain.Addr())
 	}
+}
+
+// TestFaultFailover kills a master of the embedded cluster (3 masters, 3
+// replicas, node timeout 1s) at a third of an 8s run: its replica must be
+// promoted within the run, hybridlimit's answers for the master's keys
+// come from Redis again soon after (within 1.5s of the promotion seen by
+// bench's poll; hybrid's own TestClusterFailover wants 1s), the failure
+// mode answers them in between, and no caller sees an error. Bounded: the
+// cluster's start (about 2s) and the 8s run.
+func TestFaultFailover(t *testing.T) {
+	redisOnly(t)
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"-cluster", "-fault", "failover", "-duration", "8s", "-interval", "500ms", "-concurrency", "8",
+		"-instances", "2", "-keys", "10000", "-json", "-q", "-out", dir}
+	if err := run(t.Context(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("run(%q) = %v, stderr:\n%s", args, err, stderr.String())
+	}
+	rows, sum := faultRun(t, stdout.String())
+	checkFault(t, "failover", rows, sum, 16)
+	if sum.PromotedMs == nil || sum.RemoteMs == nil || sum.LastFailMs == nil {
+		t.Fatalf("promoted_after_ms %v, remote_after_ms %v, last_failure_after_ms %v: want all three within the run",
+			show(sum.PromotedMs), show(sum.RemoteMs), show(sum.LastFailMs))
+	}
+	promoted, remote := *sum.PromotedMs, *sum.RemoteMs
+	if left := 1000 * (sum.Seconds - sum.FaultAt); promoted <= 0 || promoted >= left {
+		t.Errorf("promoted_after_ms %.0f: want in (0, %.0f), the rest of the run", promoted, left)
+	}
+	// bench sees the promotion by polling the replica every 10ms, so
+	// hybrid may see it a little earlier.
+	if remote < promoted-50 || remote > promoted+1500 {
+		t.Errorf("remote_after_ms %.0f, promoted_after_ms %.0f: want the keys back with Redis within [-50ms, 1.5s] of the promotion", remote, promoted)
+	}
+	if sum.RedisRateMs != nil && *sum.RedisRateMs < 0 {
+		t.Errorf("redis_rate_after_ms %.0f: want null or >= 0", *sum.RedisRateMs)
+	}
+	if sum.RecoveredMs != nil {
+		t.Errorf("recovered_after_ms %.0f: want null for failover", *sum.RecoveredMs)
+	}
+	var failed int64
+	for _, r := range faultRows(rows, sum.FaultAt, *sum.BackAt) {
+		failed += r.VictimFailed
+	}
+	if failed == 0 || sum.Sources["fallback"] == 0 {
+		t.Errorf("between the kill and the promotion: %d failure-mode answers for the master's keys (sources %v); want some", failed, sum.Sources)
+	}
+	path := filepath.Join(dir, faultChart)
+	wantTexts(t, path, svgTexts(t, path), "failover 127.0.0.1:", "promoted 127.0.0.1:")
+	t.Logf("failover: promoted %.0fms after the kill, hybridlimit's keys from Redis %.0fms after (last failure-mode answer %v ms), redis_rate back %v ms after",
+		promoted, remote, show(sum.LastFailMs), show(sum.RedisRateMs))
 }
