@@ -1,12 +1,14 @@
 // Command bench shows what hybridlimit does better than the per-request
 // Redis design, go-redis/redis_rate, on the same Redis nodes in the same
 // run, helps choose a lease size, and shows what happens while a node is
-// killed, paused, restarted, slow or flapping:
+// killed, paused, restarted, slow or flapping, or a Redis Cluster fails
+// over:
 //
 //	go run ./bench                      # the comparison table, about 30 s
 //	go run ./bench -sweep lease         # lease tuning: table and lease-sweep.svg
 //	go run ./bench -fault kill          # fault timeline: table and fault-timeline.svg
 //	go run ./bench -fault slow          # the same while one node's replies take 25ms
+//	go run ./bench -cluster -fault failover   # a cluster master killed, its replica promoted
 //
 // # Nodes
 //
@@ -33,6 +35,37 @@
 // ?skip_verify=true, for example
 //
 //	go run ./bench -nodes 'redis://:secret@10.0.0.1:6379,rediss://user:pw@10.0.0.2:6380/2'
+//
+// -tls-ca, -tls-cert and -tls-key set TLS for the rediss:// URLs of
+// -nodes, on both systems' clients: the PEM file of -tls-ca holds the CA
+// certificates that verify the servers (instead of the system's roots),
+// and -tls-cert with -tls-key is the client certificate, for servers that
+// require one (redis-server --tls-auth-clients yes). Either of -tls-cert
+// and -tls-key without the other, any of them without -nodes or with no
+// rediss:// URL, and -tls-ca with ?skip_verify=true are usage errors.
+//
+//	go run ./bench -nodes rediss://10.0.0.1:6380 -tls-ca ca.pem -tls-cert client.pem -tls-key client.key
+//
+// -cluster runs on a Redis Cluster instead of independent nodes:
+// hybridlimit takes the cluster as one node (hybrid.Config.Nodes with a
+// *redis.ClusterClient whose options pass through
+// remote.BoundClusterOptions; a breaker per master), redis_rate runs on
+// one cluster client. Alone, -cluster starts an embedded cluster of 3
+// masters and 3 replicas (internal/redistest.LaunchCluster, node timeout
+// 1s). With -nodes, the URLs are seed nodes of one existing cluster and
+// nothing is started: they must be of database 0 and share one user and
+// password and redis:// or rediss://, and one of them must report
+// cluster_state:ok (a node not in cluster mode is an error).
+//
+//	go run ./bench -cluster -nodes 'redis://:secret@10.0.0.1:7000,redis://:secret@10.0.0.2:7000'
+//
+// On a cluster, the masters that serve the slots are read with CLUSTER
+// SLOTS whenever bench cleans up, so that a failover in between is
+// followed, and bench's keys are deleted on each master by SCAN and one
+// UNLINK per key (pipelined; a multi-key UNLINK across slots would be
+// refused with CROSSSLOT): before each run on an existing cluster
+// (FLUSHALL on the embedded one's masters), and before bench exits on
+// both.
 //
 // Each node must answer PING. Every key bench writes there starts with
 // "hlb:{hlbench:<run id>:" (hybridlimit's) or "rate:hlbench:<run id>:"
@@ -121,9 +154,11 @@
 // "bound" dashed (100% + bound: where admitted/ideal could at most be).
 // -lease-fraction cannot be given with -sweep.
 //
-// # Fault timeline: -fault kill|pause|restart|slow|flap
+// # Fault timeline: -fault kill|pause|restart|slow|flap|failover
 //
-// Embedded nodes only: with -nodes it is a usage error. Half the
+// Embedded nodes only: with -nodes it is a usage error. failover needs
+// -cluster (and is the only fault there); the others need independent
+// nodes. Half the
 // goroutines send requests for 6 hot keys (within their limit, served
 // from leases), the other half for Zipf keys, through -instances
 // Limiters, for -duration in all (default 12s here). The node owning the
@@ -154,6 +189,30 @@
 //     each state lasting 100–300ms (drawn from a fixed seed, so every run
 //     flaps alike), then leaves it up. Down, every connection is reset and
 //     new ones are refused; the node itself runs on.
+//   - failover (-cluster): kills (SIGKILL) the master of the embedded
+//     cluster that owns the most hot keys, and polls its replica every
+//     10ms until it reports role:master, which is the node's return. The
+//     victim is a master, not hybrid's node: which master owns a key is
+//     read from CLUSTER SLOTS and the key's slot (CRC16, checked against
+//     CLUSTER KEYSLOT), and the breaker watched is that master's
+//     (Stats().Nodes[].Shards; the failure mode's Reasons are the whole
+//     cluster node's). With node timeout 1s the promotion takes about
+//     2–3s. Meanwhile, once the master is marked failed, the other
+//     masters answer CLUSTERDOWN too (cluster-require-full-coverage is
+//     Redis's default, yes) until the replica takes the slots, so the
+//     others' keys fall back for a moment as well. Alongside the load,
+//     redis_rate on one cluster client (as in the comparison: go-redis's
+//     defaults) is asked for a key of the master every 5ms from the kill
+//     until its first success. After the timeline, a line gives, from the
+//     kill: the promotion; hybridlimit's first answer from Redis for the
+//     master's keys (among the timed calls: every Zipf one) and its last
+//     answer from the failure mode for them; redis_rate's first success.
+//     go-redis's cluster client keeps sending a dead master's slots to it
+//     until its slot map is reloaded (every 60s by default, or on a MOVED
+//     reply, which a dead node never sends), so redis_rate is usually not
+//     back within the run; hybrid reloads the map after failures. The
+//     degraded column stays at every instance after the promotion: the
+//     dead master's breaker has no keys left to close it;
 //
 // slow and flap act through a TCP proxy on a loopback port in front of
 // the victim (bench/proxy.go): every instance's client for that node dials
@@ -192,11 +251,17 @@
 
 // # Flags
 //
-//	-nodes URLs           existing nodes instead of embedded ones (see Nodes)
-//	-cluster              an embedded Redis Cluster (3 masters, 3 replicas) instead of
-//	                      3 nodes: hybridlimit with it as one node (a breaker per
-//	                      master), redis_rate with a cluster client; not with -nodes
-//	                      or -fault
+//	-nodes URLs           existing nodes instead of embedded ones; with -cluster, the
+//	                      seed nodes of one existing Redis Cluster (see Nodes)
+//	-cluster              a Redis Cluster instead of 3 independent nodes: an embedded
+//	                      one (3 masters, 3 replicas), or with -nodes an existing one;
+//	                      hybridlimit with it as one node (a breaker per master),
+//	                      redis_rate with a cluster client; of the faults, only
+//	                      -fault failover, on the embedded one
+//	-tls-ca FILE          with -nodes: PEM CA certificates that verify the rediss://
+//	                      nodes (default the system's roots)
+//	-tls-cert FILE        with -nodes and -tls-key: the client certificate for the
+//	-tls-key FILE         rediss:// nodes and its private key (PEM)
 //	-instances N          hybrid.Limiter instances (default 4)
 //	-concurrency N        goroutines sending requests, in total (default 64)
 //	-duration D           per workload and system (default 3s); per point with -sweep
@@ -214,7 +279,8 @@
 //	-lease-fraction F     hybrid Lease.MaxFraction in [0, 1]; 0 turns leases off
 //	                      (default 0.01); leaky-bucket limits are never leased
 //	-sweep lease          lease tuning (see above)
-//	-fault K              kill, pause, restart, slow or flap (see above)
+//	-fault K              kill, pause, restart, slow or flap; failover with -cluster
+//	                      (see above)
 //	-interval D           with -fault, the width of a timeline row (default 1s,
 //	                      at least 10ms, at most 300 rows)
 //	-out DIR              where lease-sweep.svg and fault-timeline.svg go
@@ -270,7 +336,7 @@
 // object. A "second" object:
 //
 //	type                        string           "second"
-//	fault                       string           "kill", "pause", "restart", "slow" or "flap"
+//	fault                       string           "kill", "pause", "restart", "slow", "flap" or "failover"
 //	t_s                         number           start of the row, seconds since the load began
 //	interval_s                  number           width of a row (-interval), in seconds
 //	decisions                   integer          decisions made in the row
@@ -308,7 +374,7 @@
 // The "fault" object:
 //
 //	type                        string           "fault"
-//	fault                       string           "kill", "pause", "restart", "slow" or "flap"
+//	fault                       string           "kill", "pause", "restart", "slow", "flap" or "failover"
 //	node                        string           the victim's address
 //	nodes                       string           "redis-server 7.0.15" or "miniredis"
 //	hot_keys                    array of string  the hot keys the victim owns ("hot:3")
@@ -318,7 +384,8 @@
 //	fault_at_s                  number           when the fault was injected
 //	back_at_s                   number or null   when the node answered again (resumed,
 //	                                             the new process up, replies fast again,
-//	                                             the path up for good); null for kill
+//	                                             the path up for good, the replica
+//	                                             promoted); null for kill
 //	slow_ms                     number or null   slow: the mean delay added to each reply,
 //	                                             in ms; null for the other faults
 //	flaps                       integer          flap: how many times the path went down;
@@ -328,7 +395,19 @@
 //	                                             every 20 ms); null if that never happened
 //	recovered_after_ms          number or null   from back_at_s until no instance had it
 //	                                             open any more, for the rest of the run;
-//	                                             null for kill or if not within the run
+//	                                             null for kill and failover or if not
+//	                                             within the run
+//	promoted_after_ms           number or null   failover: from the kill until the replica
+//	                                             reported role:master; null for the other
+//	                                             faults or if not within the run (so are
+//	                                             the next three)
+//	remote_after_ms             number or null   failover: from the kill until the first
+//	                                             answer from Redis (SourceRemote) for the
+//	                                             master's keys to a call made after it
+//	last_failure_after_ms       number or null   failover: from the kill until the last
+//	                                             failure-mode answer for the master's keys
+//	redis_rate_after_ms         number or null   failover: from the kill until redis_rate's
+//	                                             first success on a key of the master
 //	breaker_opened              integer          times the victim's breaker opened in the
 //	                                             run, summed over instances
 //	decisions                   integer          decisions made in the run

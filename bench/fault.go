@@ -82,6 +82,10 @@ type faultSummary struct {
 	Flaps            int              `json:"flaps"`
 	DegradedMs       *float64         `json:"degraded_after_ms"`
 	RecoveredMs      *float64         `json:"recovered_after_ms"`
+	PromotedMs       *float64         `json:"promoted_after_ms"`
+	RemoteMs         *float64         `json:"remote_after_ms"`
+	LastFailureMs    *float64         `json:"last_failure_after_ms"`
+	RedisRateMs      *float64         `json:"redis_rate_after_ms"`
 	Opened           int64            `json:"breaker_opened"`
 	Decisions        int64            `json:"decisions"`
 	Errors           int64            `json:"errors"`
@@ -160,9 +164,12 @@ func breakerTimes(samples []sample, faultAt time.Duration, backAt *float64, inst
 // sample to the next: breaker openings (exact, NodeStats.Opened), closings
 // (seen: an instance's breaker not closed at one sample and closed at the
 // next; one that closes and opens again between two samples is not seen
-// closing), and the failure mode's answers by Reason.
+// closing), and the failure mode's answers by Reason. With shard set (a
+// master of a cluster node) the breaker is that master's
+// (NodeStats.Shards), the Reasons the whole node's.
 type breakerWatch struct {
 	name      string
+	shard     string
 	opened    []int64
 	undecided []map[hybrid.Reason]int64
 	degraded  []bool
@@ -175,14 +182,30 @@ type watchStep struct {
 	reasons        map[hybrid.Reason]int64
 }
 
-func newBreakerWatch(h *hybridSystem, name string) *breakerWatch {
-	w := &breakerWatch{name: name}
+func newBreakerWatch(h *hybridSystem, name, shard string) *breakerWatch {
+	w := &breakerWatch{name: name, shard: shard}
 	for _, nd := range h.nodeStats(name) {
-		w.opened = append(w.opened, nd.Opened)
+		opened, degraded := w.breaker(nd)
+		w.opened = append(w.opened, opened)
 		w.undecided = append(w.undecided, nd.Undecided)
-		w.degraded = append(w.degraded, nd.Degraded)
+		w.degraded = append(w.degraded, degraded)
 	}
 	return w
+}
+
+// breaker returns the openings and whether the watched breaker is not
+// closed: the node's, or its shard's (closed while no key has reached
+// the master yet).
+func (w *breakerWatch) breaker(nd hybrid.NodeStats) (opened int64, degraded bool) {
+	if w.shard == "" {
+		return nd.Opened, nd.Degraded
+	}
+	for _, sh := range nd.Shards {
+		if sh.Name == w.shard {
+			return sh.Opened, sh.Breaker != "closed"
+		}
+	}
+	return 0, false
 }
 
 // sample reads the counters now and returns what changed since the last
@@ -190,18 +213,19 @@ func newBreakerWatch(h *hybridSystem, name string) *breakerWatch {
 func (w *breakerWatch) sample(h *hybridSystem) watchStep {
 	st := watchStep{reasons: map[hybrid.Reason]int64{}}
 	for i, nd := range h.nodeStats(w.name) {
-		if nd.Degraded {
+		opened, degraded := w.breaker(nd)
+		if degraded {
 			st.degraded++
 		} else if w.degraded[i] {
 			st.closed++
 		}
-		st.opened += nd.Opened - w.opened[i]
+		st.opened += opened - w.opened[i]
 		for r, n := range nd.Undecided {
 			if d := n - w.undecided[i][r]; d > 0 {
 				st.reasons[r] += d
 			}
 		}
-		w.opened[i], w.undecided[i], w.degraded[i] = nd.Opened, nd.Undecided, nd.Degraded
+		w.opened[i], w.undecided[i], w.degraded[i] = opened, nd.Undecided, degraded
 	}
 	return st
 }
@@ -229,20 +253,20 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	hot := hotKeys()
 	hotLimit, zipfLimit := s.workloadLimit("hot"), s.workloadLimit("zipf")
 	zipfW := newWorkload("zipf", s)
-	ring, err := shard.New(shard.Config{}, e.cl.names...)
+	// names are the nodes the victim is chosen from: hybrid's nodes, or
+	// with -fault failover the cluster's masters (hybrid's one node).
+	var names []string
+	var owner func(key string) int
+	if s.fault == faultFailover {
+		names, owner, err = clusterOwners(ctx, e.cl, hot)
+	} else {
+		names, owner, err = ringOwners(e.cl)
+	}
 	if err != nil {
-		return fmt.Errorf("bench: ring: %w", err)
-	}
-	index := map[string]int{}
-	for i, n := range e.cl.names {
-		index[n] = i
-	}
-	owner := func(key string) int {
-		name, _ := ring.Locate(key)
-		return index[name]
+		return err
 	}
 	hotOwner := make([]int, len(hot))
-	perNode := make([]int, len(e.cl.names))
+	perNode := make([]int, len(names))
 	for i, k := range hot {
 		hotOwner[i] = owner(k)
 		perNode[hotOwner[i]]++
@@ -253,7 +277,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 			victim = i
 		}
 	}
-	victimName := e.cl.names[victim]
+	victimName := names[victim]
 
 	var via []string
 	var px *proxy
@@ -271,9 +295,11 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, h.close()) }()
-	seen, err := locateHotKeys(ctx, e.cl, h, hot, hotLimit)
-	if err != nil {
-		return err
+	seen := hotOwner // clusterOwners checked the slots with CLUSTER KEYSLOT
+	if s.fault != faultFailover {
+		if seen, err = locateHotKeys(ctx, e.cl, h, hot, hotLimit); err != nil {
+			return err
+		}
 	}
 	var owned []string
 	victimHot := make([]bool, len(hot))
@@ -297,7 +323,27 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	rows := make([][]faultRow, s.concurrency)
 	var cur atomic.Int64 // the row being counted
 	perG := max(1, maxDecisions/s.concurrency)
-	watch := newBreakerWatch(h, victimName)
+	watchNode, watchShard := victimName, ""
+	if s.fault == faultFailover {
+		watchNode, watchShard = e.cl.names[0], victimName
+	}
+	watch := newBreakerWatch(h, watchNode, watchShard)
+	// With -fault failover: when the master was killed (since start; 0
+	// before), and per goroutine the first answer from Redis for the
+	// victim's keys asked after it and the last from the failure mode.
+	var killedAt atomic.Int64
+	var recov []recovery
+	if s.fault == faultFailover {
+		recov = make([]recovery, s.concurrency)
+		for g := range recov {
+			recov[g] = recovery{firstRemote: -1, lastFailure: -1}
+		}
+	}
+	probe, err := newFailoverProbe(ctx, e, owner, victim)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, probe.close()) }()
 
 	runCtx, cancel := context.WithTimeout(ctx, s.duration)
 	defer cancel()
@@ -332,8 +378,9 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 				// Redis, a few in a thousand, is read from enough of them.
 				var r hybrid.Result
 				var err error
+				var t0 time.Time
 				if sampled := i%8 == 0; sampled || p != nil {
-					t0 := time.Now()
+					t0 = time.Now()
 					r, err = lim.Allow(ctx, key, l)
 					d := time.Since(t0)
 					if sampled {
@@ -360,6 +407,9 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 					row.errors++
 					continue
 				}
+				if recov != nil && mine {
+					recov[g].note(r.Source, t0, start, time.Duration(killedAt.Load()))
+				}
 				if int(r.Source) < numSources {
 					row.sources[r.Source]++
 					if mine {
@@ -372,9 +422,10 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
-	in := &injector{cl: e.cl, px: px, fault: s.fault, victim: victim, start: start, faultAt: faultAt, backAt: backAt}
+	in := &injector{cl: e.cl, px: px, fault: s.fault, victim: victim, name: victimName, start: start, faultAt: faultAt, backAt: backAt, killed: &killedAt}
 	injected := make(chan error, 1)
 	go func() { injected <- in.run(runCtx) }()
+	probed := probe.start(runCtx, start, &killedAt)
 
 	// Count rows by time; sample the victim's breakers every sampleEvery
 	// and at each new row, so that what changed is put in its row.
@@ -422,6 +473,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	note(elapsed, lastRow, lastRow)
 	cancel()
 	injErr := <-injected
+	<-probed
 	if ctx.Err() != nil {
 		return fmt.Errorf("bench: interrupted: %w", ctx.Err())
 	}
@@ -454,6 +506,12 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 		}
 	}
 	sum.DegradedMs, sum.RecoveredMs = breakerTimes(samples, faultTime, sum.BackAt, s.instances)
+	if s.fault == faultFailover {
+		// The dead master's breaker has no keys left to close it: the
+		// recovery is the keys' answers, timed from the kill.
+		sum.RecoveredMs = nil
+		events = failoverTimes(&sum, events, recov, probe, time.Duration(killedAt.Load()))
+	}
 
 	// The fault's rows: from the one it was injected in to the one before
 	// the node's return (to the end for kill).
@@ -558,6 +616,23 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	return e.writeChart(path, stdout, s.json, faultPlots(timeline, sum, marks)...)
 }
 
+// ringOwners returns hybrid's node names and the index of the node each
+// key is placed on, from a ring built as hybrid builds its own.
+func ringOwners(cl *cluster) ([]string, func(string) int, error) {
+	ring, err := shard.New(shard.Config{}, cl.names...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench: ring: %w", err)
+	}
+	index := map[string]int{}
+	for i, n := range cl.names {
+		index[n] = i
+	}
+	return cl.names, func(key string) int {
+		name, _ := ring.Locate(key)
+		return index[name]
+	}, nil
+}
+
 // locateHotKeys finds the node of each hot key: it sends one request per
 // key through the first instance, before any other traffic, and sees
 // whose Stats().Nodes[].Calls moved. (The Redis keys cannot tell: a
@@ -646,6 +721,8 @@ func printFault(w io.Writer, asJSON bool, timeline []second, sum faultSummary) e
 		fmt.Fprintf(w, "the node's breaker opened %d times, never on every instance at once\n", sum.Opened)
 	}
 	switch {
+	case sum.Fault == faultFailover:
+		printFailover(w, sum)
 	case sum.BackAt == nil:
 		fmt.Fprintln(w, "the node stays down until the end")
 	case sum.Opened == 0 && sum.DegradedMs == nil:

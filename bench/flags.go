@@ -37,8 +37,11 @@ const (
 	minInterval     = 10 * time.Millisecond
 )
 
-// faultKinds are the values of -fault.
+// faultKinds are the values of -fault on independent nodes.
 var faultKinds = []string{"kill", "pause", "restart", "slow", "flap"}
+
+// faultFailover is the one -fault on a cluster (-cluster, embedded).
+const faultFailover = "failover"
 
 // algorithms maps the values of -algorithm to hybrid's algorithms, in
 // their order.
@@ -80,8 +83,8 @@ type settings struct {
 	leaseFraction float64          // hybrid Lease.MaxFraction; 0: leases off
 	fault         string           // -fault: kill, pause, restart, slow or flap
 	interval      time.Duration    // -fault: the timeline's resolution
-	nodes         []*redis.Options // -nodes; nil: embedded nodes
-	cluster       bool             // -cluster: one embedded Redis Cluster
+	nodes         []*redis.Options // -nodes, with -tls-* applied; nil: embedded nodes
+	cluster       bool             // -cluster: one Redis Cluster, embedded or seeded by -nodes
 	out           string           // directory for the charts
 	json          bool
 	quiet         bool
@@ -106,10 +109,14 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	algFlag := fs.String("algorithm", "token-bucket", "algorithm of the limit: token-bucket, leaky-bucket, fixed-window, sliding-window-log or sliding-window-counter")
 	fs.Float64Var(&s.leaseFraction, "lease-fraction", 0.01, "hybrid Lease.MaxFraction: the largest lease as a fraction of the limit, in [0, 1]; 0 turns leases off")
 	sweep := fs.String("sweep", "", "`lease`: run hot and zipf for a range of -lease-fraction values and write lease-sweep.svg")
-	fs.StringVar(&s.fault, "fault", "", "`kill|pause|restart|slow|flap` one embedded node midway through a mixed run (slow: its replies delayed by half the Limiter's Timeout; flap: the path to it down and up every 100-300ms); print a timeline and write fault-timeline.svg")
+	fs.StringVar(&s.fault, "fault", "", "`kill|pause|restart|slow|flap|failover` one embedded node midway through a mixed run (slow: its replies delayed by half the Limiter's Timeout; flap: the path to it down and up every 100-300ms; failover, with -cluster only: kill a master, its replica is promoted); print a timeline and write fault-timeline.svg")
 	fs.DurationVar(&s.interval, "interval", time.Second, "with -fault, the width of one row of the timeline")
-	nodes := fs.String("nodes", "", "comma-separated `URLs` (redis://[user:password@]host:port[/db], rediss:// for TLS) of existing nodes to use instead of embedded ones")
-	fs.BoolVar(&s.cluster, "cluster", false, "run on an embedded Redis Cluster of 3 masters and 3 replicas instead of 3 independent nodes: hybridlimit with the cluster as one node (a breaker per master), redis_rate with a cluster client")
+	nodes := fs.String("nodes", "", "comma-separated `URLs` (redis://[user:password@]host:port[/db], rediss:// for TLS) of existing independent nodes to use instead of embedded ones; with -cluster, seed nodes of one existing Redis Cluster (database 0, one user and password, all redis:// or all rediss://)")
+	fs.BoolVar(&s.cluster, "cluster", false, "run on an embedded Redis Cluster of 3 masters and 3 replicas instead of 3 independent nodes, or with -nodes on the existing cluster those URLs seed: hybridlimit with the cluster as one node (a breaker per master), redis_rate with a cluster client")
+	var tlsf tlsFiles
+	fs.StringVar(&tlsf.ca, "tls-ca", "", "with -nodes: PEM `file` of the CA certificates that verify the rediss:// nodes (default the system's roots)")
+	fs.StringVar(&tlsf.cert, "tls-cert", "", "with -nodes: PEM `file` of the client certificate shown to the rediss:// nodes; needs -tls-key")
+	fs.StringVar(&tlsf.key, "tls-key", "", "with -nodes: PEM `file` of the private key of -tls-cert")
 	fs.StringVar(&s.out, "out", ".", "directory the charts are written to")
 	fs.BoolVar(&s.json, "json", false, "print one JSON object per result line instead of tables")
 	fs.BoolVar(&s.quiet, "q", false, "quiet: no progress bar on stderr")
@@ -141,8 +148,8 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	case *sweep != "":
 		return bad("-sweep %q: want lease", *sweep)
 	case s.fault != "":
-		if !slices.Contains(faultKinds, s.fault) {
-			return bad("-fault %q: want one of %s", s.fault, strings.Join(faultKinds, ", "))
+		if !slices.Contains(faultKinds, s.fault) && s.fault != faultFailover {
+			return bad("-fault %q: want one of %s or %s (with -cluster)", s.fault, strings.Join(faultKinds, ", "), faultFailover)
 		}
 		s.mode = modeFault
 	}
@@ -220,6 +227,9 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 		return bad("-interval without -fault: only the fault timeline has rows per interval")
 	}
 
+	if tlsf != (tlsFiles{}) && *nodes == "" {
+		return bad("-tls-ca, -tls-cert and -tls-key: they are for the rediss:// URLs of -nodes; embedded nodes speak plain TCP")
+	}
 	if *nodes != "" {
 		opts, err := parseNodes(*nodes)
 		if err != nil {
@@ -228,10 +238,21 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 		if s.mode == modeFault {
 			return bad("-fault with -nodes: faults are injected into embedded nodes only; bench never kills a node it did not start")
 		}
+		if err := tlsf.apply(opts); err != nil {
+			return bad("%v", err)
+		}
+		if s.cluster {
+			if err := checkSeeds(opts); err != nil {
+				return bad("-cluster -nodes: %v", err)
+			}
+		}
 		s.nodes = opts
 	}
-	if s.cluster && (s.nodes != nil || s.mode == modeFault) {
-		return bad("-cluster with -nodes or -fault: -cluster runs the workloads on an embedded cluster; its faults are not built yet")
+	switch {
+	case s.fault == faultFailover && !s.cluster:
+		return bad("-fault failover needs -cluster: it kills a master of the embedded cluster and times its replica's promotion")
+	case s.cluster && s.mode == modeFault && s.fault != faultFailover:
+		return bad("-cluster -fault %s: on a cluster only -fault failover is built", s.fault)
 	}
 
 	// Every limit the run will use must be valid for the chosen algorithm.
@@ -350,4 +371,22 @@ func redactURL(raw string) string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// checkSeeds checks the -nodes URLs given with -cluster: seed nodes of one
+// Redis Cluster, so database 0 (a cluster has no other), one user and
+// password, and all plain or all TLS.
+func checkSeeds(opts []*redis.Options) error {
+	first := opts[0]
+	for _, o := range opts {
+		switch {
+		case o.DB != 0:
+			return fmt.Errorf("%s: database %d; a Redis Cluster has database 0 only", o.Addr, o.DB)
+		case o.Username != first.Username || o.Password != first.Password:
+			return fmt.Errorf("%s: its user or password differs from %s's; the seeds of one cluster share them", o.Addr, first.Addr)
+		case (o.TLSConfig == nil) != (first.TLSConfig == nil):
+			return fmt.Errorf("%s and %s: redis:// and rediss:// mixed; the seeds of one cluster are all plain or all TLS", first.Addr, o.Addr)
+		}
+	}
+	return nil
 }

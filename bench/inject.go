@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
@@ -54,8 +55,10 @@ type injector struct {
 	px              *proxy // in front of the victim, for slow and flap; else nil
 	fault           string
 	victim          int
+	name            string // the victim's: a node's name, or with failover the master's address
 	start           time.Time
 	faultAt, backAt time.Duration
+	killed          *atomic.Int64 // failover: set to the time since start once the master is dead
 
 	mu     sync.Mutex
 	events []event
@@ -93,8 +96,17 @@ func (in *injector) run(ctx context.Context) error {
 	if !in.sleepUntil(ctx, in.faultAt) {
 		return nil
 	}
-	cl, i, name := in.cl, in.victim, in.cl.names[in.victim]
+	cl, i, name := in.cl, in.victim, in.name
 	switch in.fault {
+	case faultFailover:
+		replica := cl.rc.Replicas[i][0].Addr()
+		if err := cl.rc.Masters[i].Kill(); err != nil {
+			return err
+		}
+		in.killed.Store(int64(time.Since(in.start)))
+		in.record(fmt.Sprintf("failover %s killed (replica %s)", name, replica), false, false)
+		in.awaitPromotion(ctx, replica)
+		return nil
 	case "kill":
 		in.record("kill "+name, false, false)
 		return cl.kill(i)

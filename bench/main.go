@@ -65,6 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 
 	var cl *cluster
 	switch {
+	case s.nodes != nil && s.cluster:
+		cl, err = connectRedisCluster(ctx, s.nodes)
 	case s.nodes != nil:
 		cl, err = connectCluster(ctx, s.nodes)
 	case s.cluster:

@@ -371,7 +371,7 @@ func TestFaultFlap(t *testing.T) {
 // TestClusterMode: -cluster starts an embedded 3-master, 3-replica Redis
 // Cluster, runs both systems on it, every decision by Redis or in process
 // from Redis's answers (no failure mode), and stops it (goleak in TestMain;
-// the servers are closed). -cluster refuses -nodes and -fault.
+// the servers are closed). -cluster refuses -fault other than failover.
 func TestClusterMode(t *testing.T) {
 	redisOnly(t)
 	var stdout, stderr bytes.Buffer
@@ -391,7 +391,7 @@ func TestClusterMode(t *testing.T) {
 	if strings.Contains(out, "fallback") {
 		t.Errorf("answers from the failure mode on a healthy cluster:\n%s", out)
 	}
-	for _, bad := range [][]string{{"-cluster", "-fault", "kill"}, {"-cluster", "-nodes", "redis://127.0.0.1:1"}} {
+	for _, bad := range [][]string{{"-cluster", "-fault", "kill"}, {"-cluster", "-fault", "failover", "-nodes", "redis://127.0.0.1:1"}} {
 		if err := run(t.Context(), bad, io.Discard, io.Discard); !errors.Is(err, errUsage) {
 			t.Errorf("run(%q) = %v, want a usage error", bad, err)
 		}

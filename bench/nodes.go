@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -35,11 +36,14 @@ type cluster struct {
 	servers []*redistest.Server    // embedded redis-server nodes, by index
 	minis   []*miniredis.Miniredis // embedded miniredis nodes, by index
 
-	// With -cluster: the embedded Redis Cluster, and the masters'
-	// addresses a cluster client starts from. opts then holds the
-	// masters', for FLUSHALL and INFO; names is the one node, "cluster".
+	// With -cluster: the embedded Redis Cluster (nil for one given with
+	// -nodes), the addresses a cluster client starts from (the masters',
+	// or the -nodes URLs'), and the credentials and TLS of the cluster's
+	// nodes (seed's Addr is not used). opts then holds the masters' as
+	// they were at the start, for INFO; names is the one node, "cluster".
 	rc    *redistest.Cluster
 	seeds []string
+	seed  *redis.Options
 }
 
 // clusterMasters and clusterReplicas shape -cluster's embedded cluster.
@@ -57,7 +61,7 @@ func startRedisCluster(ctx context.Context) (*cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bench: -cluster: %w", err)
 	}
-	cl := &cluster{rc: rc, seeds: rc.Addrs(), names: []string{"cluster"}}
+	cl := &cluster{rc: rc, seeds: rc.Addrs(), seed: &redis.Options{}, names: []string{"cluster"}}
 	for _, a := range cl.seeds {
 		cl.opts = append(cl.opts, &redis.Options{Addr: a})
 	}
@@ -148,6 +152,125 @@ func connectCluster(ctx context.Context, opts []*redis.Options) (*cluster, error
 	return cl, nil
 }
 
+// connectRedisCluster checks the seeds of an existing Redis Cluster
+// given with -cluster -nodes: one must be in cluster mode and report
+// cluster_state:ok, and the masters serving its slots must answer INFO.
+// Nothing is started.
+func connectRedisCluster(ctx context.Context, opts []*redis.Options) (*cluster, error) {
+	cl := &cluster{external: true, seed: opts[0], names: []string{"cluster"}}
+	for _, o := range opts {
+		cl.seeds = append(cl.seeds, o.Addr)
+	}
+	var errs []error
+	for _, o := range opts {
+		c := newClient(o, 1)
+		ictx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
+		info, err := c.ClusterInfo(ictx).Result()
+		cancel()
+		c.Close()
+		switch {
+		case err != nil && strings.Contains(err.Error(), "cluster support disabled"):
+			return nil, fmt.Errorf("bench: -cluster -nodes: %s is not in cluster mode (cluster-enabled no); give -nodes without -cluster for independent nodes", o.Addr)
+		case err != nil:
+			errs = append(errs, fmt.Errorf("bench: -cluster -nodes: %s: CLUSTER INFO: %w", o.Addr, err))
+			continue
+		case !strings.Contains(info, "cluster_state:ok"):
+			return nil, fmt.Errorf("bench: -cluster -nodes: %s: the cluster is not ok (%s)", o.Addr, firstLine(info))
+		}
+		errs = nil
+		break
+	}
+	if errs != nil {
+		return nil, errors.Join(errs...)
+	}
+	masters, err := cl.masters(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("bench: -cluster -nodes: %w", err)
+	}
+	cl.opts = masters
+	v, err := cl.version(ctx, 0)
+	if err != nil {
+		return nil, err
+	}
+	cl.kind = "redis-server " + v
+	return cl, nil
+}
+
+// clusterOptions are the options of a cluster client for the cluster's
+// nodes, with pool connections per server. TLS verifies each server by
+// the host it dials (ServerName is cleared: the seeds' is one host).
+func (cl *cluster) clusterOptions(pool int) *redis.ClusterOptions {
+	o := &redis.ClusterOptions{Addrs: cl.seeds, Username: cl.seed.Username, Password: cl.seed.Password, PoolSize: pool}
+	if cl.seed.TLSConfig != nil {
+		o.TLSConfig = cl.seed.TLSConfig.Clone()
+		o.TLSConfig.ServerName = ""
+	}
+	return o
+}
+
+// masters asks the cluster which masters serve its slots now (CLUSTER
+// SLOTS on the first node that answers: a seed, or for the embedded
+// cluster any running server, so that it also works after a failover)
+// and returns options to reach each, with the cluster's credentials and
+// TLS, in address order.
+func (cl *cluster) masters(ctx context.Context) ([]*redis.Options, error) {
+	addrs := cl.seeds
+	if cl.rc != nil {
+		addrs = nil
+		for _, s := range cl.rc.Servers() {
+			if s.Running() {
+				addrs = append(addrs, s.Addr())
+			}
+		}
+	}
+	var errs []error
+	for _, a := range addrs {
+		o := *cl.seed
+		o.Addr = a
+		c := newClient(&o, 1)
+		sctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
+		slots, err := c.ClusterSlots(sctx).Result()
+		cancel()
+		c.Close()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("CLUSTER SLOTS on %s: %w", a, err))
+			continue
+		}
+		host, _, _ := net.SplitHostPort(a)
+		var out []*redis.Options
+		seen := map[string]bool{}
+		if cl.rc != nil {
+			// A killed master whose slots no replica has taken yet holds
+			// nothing that outlives the run.
+			for _, s := range cl.rc.Servers() {
+				seen[s.Addr()] = !s.Running()
+			}
+		}
+		for _, s := range slots {
+			if len(s.Nodes) == 0 {
+				continue
+			}
+			m := s.Nodes[0].Addr
+			if h, p, err := net.SplitHostPort(m); err == nil && (h == "" || h == "?") {
+				m = net.JoinHostPort(host, p) // the node does not know its own IP
+			}
+			if seen[m] {
+				continue
+			}
+			seen[m] = true
+			mo := *cl.seed
+			mo.Addr = m
+			out = append(out, &mo)
+		}
+		if out == nil {
+			return nil, fmt.Errorf("CLUSTER SLOTS on %s: no master serves a slot", a)
+		}
+		slices.SortFunc(out, func(x, y *redis.Options) int { return strings.Compare(x.Addr, y.Addr) })
+		return out, nil
+	}
+	return nil, errors.Join(append(errs, errors.New("no node of the cluster answered"))...)
+}
+
 // version asks node i for its redis_version.
 func (cl *cluster) version(ctx context.Context, i int) (string, error) {
 	c := newClient(cl.opts[i], 1)
@@ -171,6 +294,13 @@ func (cl *cluster) describe() string {
 	if cl.rc != nil {
 		return fmt.Sprintf("nodes: a Redis Cluster (%s) of %d masters on %s, %d replica each", cl.kind, len(cl.seeds), strings.Join(cl.seeds, ", "), clusterReplicas)
 	}
+	if cl.seed != nil {
+		var masters []string
+		for _, o := range cl.opts {
+			masters = append(masters, o.Addr)
+		}
+		return fmt.Sprintf("nodes: a Redis Cluster (%s) of %d masters on %s (seeds %s given with -nodes)", cl.kind, len(masters), strings.Join(masters, ", "), strings.Join(cl.seeds, ", "))
+	}
 	how := ""
 	if cl.external {
 		how = " (given with -nodes)"
@@ -183,10 +313,12 @@ func (cl *cluster) describe() string {
 }
 
 // close stops every embedded node, also after a partial start; for nodes
-// given with -nodes it deletes the keys this process wrote.
+// given with -nodes and for a Redis Cluster, embedded or not, it first
+// deletes the keys this process wrote (on a cluster, on the masters that
+// serve its slots then, so also after a failover).
 func (cl *cluster) close(ctx context.Context) error {
 	var errs []error
-	if cl.external {
+	if cl.external || cl.rc != nil {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
 		errs = append(errs, cl.deleteOwn(ctx))
@@ -206,34 +338,58 @@ func (cl *cluster) close(ctx context.Context) error {
 
 // flush empties the nodes of what earlier runs wrote, so that each run
 // starts from fresh buckets: FLUSHALL on embedded nodes, which bench
-// owns; on nodes given with -nodes only the keys of this process are
-// deleted (ownPatterns), never anything else.
+// owns (on the embedded cluster, on its masters); on nodes given with
+// -nodes only the keys of this process are deleted (ownPatterns), never
+// anything else.
 func (cl *cluster) flush(ctx context.Context) error {
 	if cl.external {
 		return cl.deleteOwn(ctx)
 	}
-	for i, o := range cl.opts {
+	opts, names := cl.opts, cl.names
+	if cl.rc != nil {
+		var err error
+		if opts, err = cl.masters(ctx); err != nil {
+			return err
+		}
+		names = nil
+		for _, o := range opts {
+			names = append(names, o.Addr)
+		}
+	}
+	for i, o := range opts {
 		c := newClient(o, 1)
 		fctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
 		err := c.FlushAll(fctx).Err()
 		cancel()
 		c.Close()
 		if err != nil {
-			return fmt.Errorf("FLUSHALL on %s: %w", cl.names[i], err)
+			return fmt.Errorf("FLUSHALL on %s: %w", names[i], err)
 		}
 	}
 	return nil
 }
 
-// deleteOwn deletes, on every node, the keys matching ownPatterns: SCAN
-// and UNLINK, page by page.
+// deleteOwn deletes, on every node (on a cluster, every master serving
+// slots now), the keys matching ownPatterns: SCAN and UNLINK, page by
+// page.
 func (cl *cluster) deleteOwn(ctx context.Context) error {
+	opts, names := cl.opts, cl.names
+	if cl.seed != nil {
+		var err error
+		if opts, err = cl.masters(ctx); err != nil {
+			return fmt.Errorf("deleting bench's keys on the cluster: %w", err)
+		}
+		names = nil
+		for _, o := range opts {
+			names = append(names, o.Addr)
+		}
+	}
 	var errs []error
-	for i, o := range cl.opts {
+	for i, o := range opts {
 		c := newClient(o, 1)
 		for _, pat := range ownPatterns() {
 			if err := deleteMatching(ctx, c, pat); err != nil {
-				errs = append(errs, fmt.Errorf("deleting %s on %s: %w", pat, cl.names[i], err))
+				errs = append(errs, fmt.Errorf("deleting %s on %s: %w", pat, names[i], err))
 				break
 			}
 		}
@@ -242,15 +398,22 @@ func (cl *cluster) deleteOwn(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// deleteMatching deletes the keys matching pattern, in pages of SCAN.
-// It stops after a bounded number of pages.
+// deleteMatching deletes the keys matching pattern, in pages of SCAN. Each
+// key has an UNLINK of its own, a page's pipelined in one round trip: on
+// a Cluster master one UNLINK of keys in different slots would fail with
+// CROSSSLOT. It stops after a bounded number of pages.
 func deleteMatching(ctx context.Context, c *redis.Client, pattern string) error {
 	var cursor uint64
 	for range 1_000_000 {
 		sctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
 		keys, next, err := c.Scan(sctx, cursor, pattern, 1000).Result()
 		if err == nil && len(keys) > 0 {
-			err = c.Unlink(sctx, keys...).Err()
+			_, err = c.Pipelined(sctx, func(p redis.Pipeliner) error {
+				for _, k := range keys {
+					p.Unlink(sctx, k)
+				}
+				return nil
+			})
 		}
 		cancel()
 		if err != nil {

@@ -62,7 +62,7 @@ func newHybrid(cl *cluster, instances int, fraction float64, log *slog.Logger, v
 		}
 		if cl.seeds != nil {
 			// The cluster as one node, with a breaker per master.
-			c := redis.NewClusterClient(remote.BoundClusterOptions(&redis.ClusterOptions{Addrs: cl.seeds}))
+			c := redis.NewClusterClient(remote.BoundClusterOptions(cl.clusterOptions(0)))
 			h.clients = append(h.clients, c)
 			cfg.Nodes = append(cfg.Nodes, hybrid.Node{Name: cl.names[0], Client: c})
 		}
@@ -159,7 +159,7 @@ var _ system = (*redisRateSystem)(nil)
 func newRedisRate(cl *cluster, pool int) *redisRateSystem {
 	r := &redisRateSystem{seed: maphash.MakeSeed()}
 	if cl.seeds != nil {
-		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.seeds, PoolSize: pool})
+		c := redis.NewClusterClient(cl.clusterOptions(pool))
 		r.clients = append(r.clients, c)
 		r.lims = append(r.lims, redis_rate.NewLimiter(c))
 		return r

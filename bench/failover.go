@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/hybrid"
+)
+
+// -fault failover kills a master of the embedded cluster (-cluster) and
+// times what follows: the replica's promotion, hybridlimit's first answer
+// from Redis for the master's keys, and redis_rate's first success on a
+// key of the master.
+const (
+	// promotionPoll is how often the injector asks the replica whether it
+	// is a master yet; probePoll how often the redis_rate probe retries.
+	promotionPoll = 10 * time.Millisecond
+	probePoll     = 5 * time.Millisecond
+	// probeTimeout bounds one redis_rate call of the probe.
+	probeTimeout = 250 * time.Millisecond
+)
+
+// clusterOwners reads which master serves each slot of the embedded
+// cluster (CLUSTER SLOTS) and returns the masters' addresses, in the order
+// of cl.opts, and the index of the master that serves a key. It checks
+// keySlot against CLUSTER KEYSLOT on the keys of check.
+func clusterOwners(ctx context.Context, cl *cluster, check []string) ([]string, func(string) int, error) {
+	c := newClient(cl.opts[0], 1)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
+	defer cancel()
+	slots, err := c.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench: CLUSTER SLOTS: %w", err)
+	}
+	var names []string
+	index := map[string]int{}
+	for i, o := range cl.opts {
+		names = append(names, o.Addr)
+		index[o.Addr] = i
+	}
+	bySlot := make([]int, numSlots)
+	for i := range bySlot {
+		bySlot[i] = -1
+	}
+	for _, r := range slots {
+		if len(r.Nodes) == 0 {
+			continue
+		}
+		m, ok := index[r.Nodes[0].Addr]
+		if !ok {
+			return nil, nil, fmt.Errorf("bench: CLUSTER SLOTS: slots %d-%d served by %s, not one of the masters %s", r.Start, r.End, r.Nodes[0].Addr, strings.Join(names, ", "))
+		}
+		for sl := max(r.Start, 0); sl <= min(r.End, numSlots-1); sl++ {
+			bySlot[sl] = m
+		}
+	}
+	if i := slices.Index(bySlot, -1); i >= 0 {
+		return nil, nil, fmt.Errorf("bench: CLUSTER SLOTS: slot %d served by no master", i)
+	}
+	for _, k := range check {
+		want, err := c.ClusterKeySlot(ctx, k).Result()
+		if err != nil {
+			return nil, nil, fmt.Errorf("bench: CLUSTER KEYSLOT: %w", err)
+		}
+		if got := keySlot(k); int64(got) != want {
+			return nil, nil, fmt.Errorf("bench: slot of %s: bench computes %d, Redis says %d", k, got, want)
+		}
+	}
+	return names, func(key string) int { return bySlot[keySlot(key)] }, nil
+}
+
+// recovery is what one goroutine of a failover run saw of the victim's
+// keys after the kill, as times since the start; -1 for none.
+type recovery struct {
+	firstRemote time.Duration // the first answer from Redis to a request sent after the kill
+	lastFailure time.Duration // the last answer from the failure mode
+}
+
+// note counts one answer r for a victim's key, asked at t0 (zero when
+// the call was not timed) by a run that started at start; killed is
+// when the master was killed (0: not yet).
+func (rc *recovery) note(src hybrid.Source, t0, start time.Time, killed time.Duration) {
+	if killed == 0 {
+		return
+	}
+	switch {
+	case failureMode(src):
+		rc.lastFailure = time.Since(start)
+	case src == hybrid.SourceRemote && rc.firstRemote < 0 && !t0.IsZero() && t0.Sub(start) > killed:
+		rc.firstRemote = time.Since(start)
+	}
+}
+
+// failoverProbe is redis_rate on the cluster, one client as in the
+// comparison, asked for one key of the victim master from the kill until
+// its first success. A nil probe (other faults) does nothing.
+type failoverProbe struct {
+	rr   *redisRateSystem
+	key  string
+	back atomic.Int64 // since the start, when the first call after the kill succeeded; 0: not yet
+}
+
+// probeLimit is the probe's limit: it never denies.
+var probeLimit = hybrid.PerSecond(1_000_000_000)
+
+// newFailoverProbe builds the probe for -fault failover (nil otherwise):
+// a key whose redis_rate key ("rate:" + key) is on the victim master,
+// asked once, which must succeed.
+func newFailoverProbe(ctx context.Context, e *env, owner func(string) int, victim int) (*failoverProbe, error) {
+	if e.s.fault != faultFailover {
+		return nil, nil
+	}
+	p := &failoverProbe{rr: newRedisRate(e.cl, 1)}
+	for i := 0; p.key == ""; i++ {
+		if k := keyPrefix() + "probe:" + strconv.Itoa(i); owner("rate:"+k) == victim {
+			p.key = k
+		}
+	}
+	if _, _, err := p.rr.allow(ctx, 0, 0, p.key, probeLimit); err != nil {
+		return nil, errors.Join(fmt.Errorf("bench: redis_rate on the cluster: %w", err), p.close())
+	}
+	return p, nil
+}
+
+// start runs the probe until ctx ends: from the kill, one call every
+// probePoll until one succeeds. The channel closes when it has stopped.
+func (p *failoverProbe) start(ctx context.Context, start time.Time, killed *atomic.Int64) <-chan struct{} {
+	done := make(chan struct{})
+	if p == nil {
+		close(done)
+		return done
+	}
+	go func() {
+		defer close(done)
+		t := time.NewTicker(probePoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			k := killed.Load()
+			if k == 0 {
+				continue
+			}
+			t0 := time.Since(start)
+			cctx, cancel := context.WithTimeout(ctx, probeTimeout)
+			_, _, err := p.rr.allow(cctx, 0, 0, p.key, probeLimit)
+			cancel()
+			if err == nil && t0 > time.Duration(k) {
+				p.back.Store(int64(time.Since(start)))
+				return
+			}
+		}
+	}()
+	return done
+}
+
+func (p *failoverProbe) close() error {
+	if p == nil {
+		return nil
+	}
+	return p.rr.close()
+}
+
+// failoverTimes fills the summary's failover figures, as milliseconds
+// since the kill (at killed since the start): the promotion (the event
+// that brought the node back), hybridlimit's first answer from Redis and
+// its last failure-mode answer for the victim's keys, redis_rate's first
+// success. It returns the events with those times added, in time order.
+func failoverTimes(sum *faultSummary, events []event, recov []recovery, p *failoverProbe, killed time.Duration) []event {
+	if killed == 0 {
+		return events
+	}
+	ms := func(d time.Duration) *float64 {
+		v := float64(d-killed) / float64(time.Millisecond)
+		return &v
+	}
+	for _, ev := range events {
+		if ev.back {
+			sum.PromotedMs = ms(ev.at)
+		}
+	}
+	var first, last time.Duration = -1, -1
+	for _, r := range recov {
+		if r.firstRemote >= 0 && (first < 0 || r.firstRemote < first) {
+			first = r.firstRemote
+		}
+		last = max(last, r.lastFailure)
+	}
+	if first >= 0 {
+		sum.RemoteMs = ms(first)
+		events = append(events, event{at: first, label: "hybridlimit: its keys from Redis again", quiet: true})
+	}
+	if last >= 0 {
+		sum.LastFailureMs = ms(last)
+	}
+	if b := time.Duration(p.back.Load()); b > 0 {
+		sum.RedisRateMs = ms(b)
+		events = append(events, event{at: b, label: "redis_rate: success again", quiet: true})
+	}
+	slices.SortStableFunc(events, func(a, b event) int { return int(a.at - b.at) })
+	return events
+}
+
+// printFailover writes the failover's figures after the timeline.
+func printFailover(w io.Writer, sum faultSummary) {
+	since := func(v *float64, what string) string {
+		if v == nil {
+			return what + " not within the run"
+		}
+		return fmt.Sprintf("%s %.0fms after the kill", what, *v)
+	}
+	fmt.Fprintf(w, "failover: %s; %s", since(sum.PromotedMs, "replica promoted"), since(sum.RemoteMs, "hybridlimit's first answer from Redis for the master's keys"))
+	if sum.LastFailureMs != nil {
+		fmt.Fprintf(w, " (its last from the failure mode %.0fms after)", *sum.LastFailureMs)
+	}
+	fmt.Fprintf(w, "; %s\n", since(sum.RedisRateMs, "redis_rate's first success on a key of the master"))
+}
+
+// awaitPromotion polls replica until it reports role:master, and records
+// it; it returns when ctx ends first.
+func (in *injector) awaitPromotion(ctx context.Context, replica string) {
+	c := newClient(&redis.Options{Addr: replica, DialTimeout: probeTimeout, ReadTimeout: probeTimeout, WriteTimeout: probeTimeout}, 1)
+	defer c.Close()
+	t := time.NewTicker(promotionPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		qctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		info, err := c.Info(qctx, "replication").Result()
+		cancel()
+		if err == nil && strings.Contains(info, "role:master") {
+			in.record("promoted "+replica, true, false)
+			return
+		}
+	}
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// tlsFiles are the files of -tls-ca, -tls-cert and -tls-key.
+type tlsFiles struct {
+	ca, cert, key string
+}
+
+// apply sets the TLS settings of the files on every rediss:// node of
+// opts (those whose TLSConfig redis.ParseURL set): the CA's certificates
+// become the roots that verify the server, the certificate and key the
+// client's. Both systems' clients copy the options, so both use them.
+// It is an error to give a certificate without its key or the reverse,
+// to give the files when no URL is rediss://, to give -tls-ca with
+// ?skip_verify=true (which would ignore it), and a file that cannot be
+// read or holds no PEM certificate or key.
+func (f tlsFiles) apply(opts []*redis.Options) error {
+	if f == (tlsFiles{}) {
+		return nil
+	}
+	switch {
+	case f.cert != "" && f.key == "":
+		return errors.New("-tls-cert without -tls-key: the client certificate needs its private key")
+	case f.key != "" && f.cert == "":
+		return errors.New("-tls-key without -tls-cert: the private key needs its certificate")
+	}
+	var secure []*redis.Options
+	for _, o := range opts {
+		if o.TLSConfig == nil {
+			continue
+		}
+		if f.ca != "" && o.TLSConfig.InsecureSkipVerify {
+			return fmt.Errorf("-tls-ca with ?skip_verify=true on %s: the CA would verify nothing; give one of them", nodeName(o))
+		}
+		secure = append(secure, o)
+	}
+	if secure == nil {
+		return errors.New("-tls-ca, -tls-cert and -tls-key: no rediss:// URL in -nodes to apply them to")
+	}
+	var pool *x509.CertPool
+	if f.ca != "" {
+		pem, err := os.ReadFile(f.ca)
+		if err != nil {
+			return fmt.Errorf("-tls-ca: %v", err)
+		}
+		pool = x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("-tls-ca %s: no PEM certificate in it", f.ca)
+		}
+	}
+	var certs []tls.Certificate
+	if f.cert != "" {
+		pair, err := tls.LoadX509KeyPair(f.cert, f.key)
+		if err != nil {
+			return fmt.Errorf("-tls-cert %s, -tls-key %s: %s", f.cert, f.key, firstLine(err.Error()))
+		}
+		certs = []tls.Certificate{pair}
+	}
+	for _, o := range secure {
+		c := o.TLSConfig.Clone()
+		if pool != nil {
+			c.RootCAs = pool
+		}
+		c.Certificates = certs
+		o.TLSConfig = c
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hybridlimit/hybridlimit/internal/redistest"
+)
+
+// TestClusterNodes runs bench with -cluster -nodes on a Redis Cluster it
+// did not start (3 masters, no replicas, started by the test), seeded by
+// two of its masters and holding a user's keys: both systems decide on it
+// with no errors and no failure mode, the user's keys stay, and none of
+// bench's is left on any master. A seed that is not in cluster mode is an
+// error naming it. Bounded: the cluster's start (about a second) and two
+// runs of 150ms per system.
+func TestClusterNodes(t *testing.T) {
+	redisOnly(t)
+	c := redistest.StartCluster(t, 3, 0)
+	ctx := t.Context()
+	cc := c.Masters[0].Client(t) // a plain client: user keys in its slots only
+	user := []string{}
+	for _, k := range []string{"user:keep", "rate:user:keep", "hlb:{user:keep}:tb:1:1s", "a", "b", "c"} {
+		if c.MasterOf(t, k) == 0 {
+			user = append(user, k)
+			if err := cc.Set(ctx, k, "1", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	nodes := "redis://" + c.Masters[0].Addr() + ",redis://" + c.Masters[2].Addr()
+	for _, mode := range [][]string{{"-workload", "hot"}, {"-workload", "zipf", "-keys", "1000"}} {
+		var stdout, stderr bytes.Buffer
+		args := append([]string{"-cluster", "-nodes", nodes, "-duration", "150ms", "-concurrency", "4", "-instances", "2", "-json"}, mode...)
+		if err := run(ctx, args, &stdout, &stderr); err != nil {
+			t.Fatalf("run(%q) = %v, stderr:\n%s", args, err, stderr.String())
+		}
+		if want := "nodes: a Redis Cluster (redis-server "; !strings.HasPrefix(stderr.String(), want) ||
+			!strings.Contains(stderr.String(), "of 3 masters") || !strings.Contains(stderr.String(), "given with -nodes") {
+			t.Errorf("stderr = %q, want it to start %q and name 3 masters and the seeds", stderr.String(), want)
+		}
+		rs := results(t, stdout.String())
+		if len(rs) != 2 {
+			t.Fatalf("run(%q): %d results, want 2", args, len(rs))
+		}
+		for _, r := range rs {
+			if r.Errors != 0 || r.Decisions == 0 || r.Sources["fallback"] != 0 {
+				t.Errorf("result %+v: want decisions on the cluster, no errors, no fallback", r)
+			}
+		}
+		for _, k := range user {
+			if n, err := cc.Exists(ctx, k).Result(); err != nil || n != 1 {
+				t.Errorf("run(%q) deleted the user's key %q (%d, %v)", args, k, n, err)
+			}
+		}
+		for i, m := range c.Masters {
+			keys, err := m.Client(t).Keys(ctx, "*hlbench:*").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(keys) > 0 {
+				t.Errorf("run(%q) left %d of its keys on master %d, such as %q", args, len(keys), i, keys[0])
+			}
+		}
+	}
+
+	plain := redistest.Start(t)
+	err := run(ctx, []string{"-cluster", "-nodes", "redis://" + plain.Addr(), "-duration", "50ms"}, &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || errors.Is(err, errUsage) || !strings.Contains(err.Error(), plain.Addr()+" is not in cluster mode") {
+		t.Errorf("run(-cluster -nodes plain node) = %v, want an error saying %s is not in cluster mode", err, plain.Addr())
+	}
+}
+
+// TestFaultFailover kills a master of the embedded cluster (3 masters, 3
+// replicas, node timeout 1s) at a third of an 8s run: its replica must be
+// promoted within the run, hybridlimit's answers for the master's keys
+// come from Redis again soon after (within 1.5s of the promotion seen by
+// bench's poll; hybrid's own TestClusterFailover wants 1s), the failure
+// mode answers them in between, and no caller sees an error. Bounded: the
+// cluster's start (about 2s) and the 8s run.
+func TestFaultFailover(t *testing.T) {
+	redisOnly(t)
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	args := []string{"-cluster", "-fault", "failover", "-duration", "8s", "-interval", "500ms", "-concurrency", "8",
+		"-instances", "2", "-keys", "10000", "-json", "-q", "-out", dir}
+	if err := run(t.Context(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("run(%q) = %v, stderr:\n%s", args, err, stderr.String())
+	}
+	rows, sum := faultRun(t, stdout.String())
+	checkFault(t, "failover", rows, sum, 16)
+	if sum.PromotedMs == nil || sum.RemoteMs == nil || sum.LastFailMs == nil {
+		t.Fatalf("promoted_after_ms %v, remote_after_ms %v, last_failure_after_ms %v: want all three within the run",
+			show(sum.PromotedMs), show(sum.RemoteMs), show(sum.LastFailMs))
+	}
+	promoted, remote := *sum.PromotedMs, *sum.RemoteMs
+	if left := 1000 * (sum.Seconds - sum.FaultAt); promoted <= 0 || promoted >= left {
+		t.Errorf("promoted_after_ms %.0f: want in (0, %.0f), the rest of the run", promoted, left)
+	}
+	// bench sees the promotion by polling the replica every 10ms, so
+	// hybrid may see it a little earlier.
+	if remote < promoted-50 || remote > promoted+1500 {
+		t.Errorf("remote_after_ms %.0f, promoted_after_ms %.0f: want the keys back with Redis within [-50ms, 1.5s] of the promotion", remote, promoted)
+	}
+	if sum.RedisRateMs != nil && *sum.RedisRateMs < 0 {
+		t.Errorf("redis_rate_after_ms %.0f: want null or >= 0", *sum.RedisRateMs)
+	}
+	if sum.RecoveredMs != nil {
+		t.Errorf("recovered_after_ms %.0f: want null for failover", *sum.RecoveredMs)
+	}
+	var failed int64
+	for _, r := range faultRows(rows, sum.FaultAt, *sum.BackAt) {
+		failed += r.VictimFailed
+	}
+	if failed == 0 || sum.Sources["fallback"] == 0 {
+		t.Errorf("between the kill and the promotion: %d failure-mode answers for the master's keys (sources %v); want some", failed, sum.Sources)
+	}
+	path := filepath.Join(dir, faultChart)
+	wantTexts(t, path, svgTexts(t, path), "failover 127.0.0.1:", "promoted 127.0.0.1:")
+	t.Logf("failover: promoted %.0fms after the kill, hybridlimit's keys from Redis %.0fms after (last failure-mode answer %v ms), redis_rate back %v ms after",
+		promoted, remote, show(sum.LastFailMs), show(sum.RedisRateMs))
+}
