@@ -61,7 +61,7 @@ default:
 	}
 	// Output:
 	// 200 RateLimit: "search";r=1;t=30 Retry-After: ""
-	// 200 RateLimit: "search";r=0;t=60 Retry-After: ""
+	// 200 RateLimit: "search";r=0;t=30 Retry-After: ""
 	// 429 RateLimit: "search";r=0;t=30 Retry-After: "30"
 }
 

@@ -26,15 +26,31 @@ func (rl *rule) binding(res hybrid.Result) int {
 	return res.Binding
 }
 
+// effectiveWindow is, for an admitted request, the time within which the
+// client can use no more than the remaining quota: until the window ends
+// for a FixedWindow, whose quota grows only then; for the others, one
+// unit's share of the period, the time in which their quota grows by
+// about one unit (a bucket refills at that pace; a sliding window's events
+// leave it at that pace on average). Never below a second: t is whole
+// seconds, and 0 would tell a client with budget that it has no time to
+// use it.
+func effectiveWindow(l hybrid.Limit, res hybrid.Result) time.Duration {
+	if l.Algorithm == hybrid.FixedWindow {
+		return max(res.ResetAfter, time.Second)
+	}
+	return max(l.Period/time.Duration(l.Rate), time.Second)
+}
+
 // setHeaders sets the rate-limit fields for a decided request. Every value
 // comes from the durations in res, measured on the Redis server's clock;
 // only the Unix form of X-RateLimit-Reset reads this machine's clock.
 //
 // hybrid reports the binding limit only, so RateLimit carries one item, the
 // binding limit's, while RateLimit-Policy lists every limit of the rule.
-// Its t is, when allowed, the time until the binding limit is full again
-// (ResetAfter); when denied, the time until the request would pass (the
-// Retry-After value). X-RateLimit-Reset is the time until the binding
+// Its t is the effective window of draft-ietf-httpapi-ratelimit-headers-11
+// (4.1.2), the seconds within which the client can use no more than r
+// (effectiveWindow); when denied, the time until the request would pass
+// (the Retry-After value). X-RateLimit-Reset is the time until the binding
 // limit is full again. Remaining is 0 when denied, and the dynamic fields
 // are left out when no decision was made (SourceFailOpen).
 func (m *Middleware) setHeaders(h http.Header, rl *rule, res hybrid.Result, d decision) {
@@ -50,7 +66,7 @@ func (m *Middleware) setHeaders(h http.Header, rl *rule, res hybrid.Result, d de
 		return
 	}
 	remaining := max(res.Remaining, 0)
-	t := ceilSeconds(res.ResetAfter)
+	t := ceilSeconds(effectiveWindow(rl.Limits[b], res))
 	reset := res.ResetAfter
 	if !d.allowed {
 		remaining = 0

@@ -47,8 +47,9 @@ func TestDraftHeadersAnd429(t *testing.T) {
 	m.SetTime(t0)
 	mw := newMiddleware(t, lim, Config{Rules: RuleSet{Rules: []Rule{{Name: "api", Route: "/api/", Limits: []hybrid.Limit{hybrid.PerMinute(3)}}}}})
 	h := mw.Wrap(ok)
-	// 3 per minute refill one every 20 s: t is the time until full.
-	for i, want := range []string{`"api";r=2;t=20`, `"api";r=1;t=40`, `"api";r=0;t=60`} {
+	// 3 per minute refill one every 20 s: within 20 s the client can use
+	// no more than r (draft-11's effective window), whatever r is.
+	for i, want := range []string{`"api";r=2;t=20`, `"api";r=1;t=20`, `"api";r=0;t=20`} {
 		w := do(h, "GET", "/api/x")
 		if w.Code != 200 || w.Body.String() != "ok" {
 			t.Fatalf("request %d = %d %q, want 200 ok", i+1, w.Code, w.Body)

@@ -333,6 +333,11 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	if r.Allowed {
 		r.Granted = n
 	}
+	if held {
+		// Redis counts the units this instance's lease holds as spent;
+		// they are the caller's budget still.
+		r.Remaining += l.leases.holding(key, limits)
+	}
 	if !r.Allowed && l.deny != nil {
 		c := r
 		if held {

@@ -262,6 +262,19 @@ func (ls *leases) peek(key string, limits []Limit) (Result, bool) {
 		ResetAfter: time.Duration(max(e.resetAt.Load()-now, 0)), Delay: e.delay(left-1, 1, now), Source: SourceLease}, true
 }
 
+// holding is the units the key's lease holds for limits, not yet spent.
+func (ls *leases) holding(key string, limits []Limit) int64 {
+	v, ok := ls.entries.Load(key)
+	if !ok {
+		return 0
+	}
+	e := v.(*leaseEntry)
+	if !slices.Equal(e.req.Limits(), limits) {
+		return 0
+	}
+	return max(e.units.Load(), 0)
+}
+
 // reset ends the key's lease when it holds any of limits: its units go
 // back (to the limits Reset keeps; on those it resets they find a fresh
 // state, which a give-back leaves so).
