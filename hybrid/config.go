@@ -14,6 +14,9 @@ import (
 // DefaultTimeout bounds each remote call when Config.Timeout is 0.
 const DefaultTimeout = 50 * time.Millisecond
 
+// DefaultMaxLocalKeys is the default of Config.MaxLocalKeys.
+const DefaultMaxLocalKeys = 1_000_000
+
 // MaxKeyLen is the longest key accepted, in bytes.
 const MaxKeyLen = remote.MaxKeyLen
 
@@ -63,7 +66,7 @@ type Node struct {
 type BreakerConfig struct {
 	// ConsecutiveFailures opens the breaker: that many remote calls failing
 	// in a row (our Timeout expiring counts; the caller's own cancellation
-	// does not). Default 5.
+	// does not). Default DefaultConsecutiveFailures.
 	ConsecutiveFailures uint32
 	// FailureRatio also opens the breaker: once 20 calls were made in the
 	// last 10 s, a failure that brings the share of failed calls to this
@@ -72,12 +75,19 @@ type BreakerConfig struct {
 	// Default breaker.DefaultFailureRatio (0.5).
 	FailureRatio float64
 	// OpenTimeout is how long an open breaker answers every request
-	// locally before letting a probe through. Default 1s.
+	// locally before letting a probe through. Default DefaultOpenTimeout.
 	OpenTimeout time.Duration
 	// HalfOpenProbes is how many probes must succeed to close it again.
-	// Default 1.
+	// Default DefaultHalfOpenProbes.
 	HalfOpenProbes uint32
 }
+
+// The breaker's defaults.
+const (
+	DefaultConsecutiveFailures = 5
+	DefaultOpenTimeout         = time.Second
+	DefaultHalfOpenProbes      = 1
+)
 
 // LeaseConfig configures leases: a (key, limits) this instance sees more
 // than HotRate times a second is served from units taken from Redis in
@@ -90,21 +100,30 @@ type LeaseConfig struct {
 	// Disable sends every request to Redis.
 	Disable bool
 	// HotRate is the requests per second, on this instance, above which a
-	// key is leased. Default 200.
+	// key is leased. Default DefaultHotRate.
 	HotRate float64
 	// MaxFraction caps a batch at this fraction of the smallest capacity
-	// of the request's limits (at least 1 unit). Default 0.01: with 4
+	// of the request's limits (at least 1 unit). Default
+	// DefaultMaxFraction, 0.01: with 4
 	// instances the over-admission bound is 4% of the limit. A lease of
 	// FixedWindow limits only is sized by its demand up to the window's
 	// rate: it ends with its window, so it exceeds nothing.
 	MaxFraction float64
 	// RenewEvery sizes a batch to about this much of the key's recent
-	// demand on this instance. Default 50ms.
+	// demand on this instance. Default DefaultRenewEvery.
 	RenewEvery time.Duration
 	// TTL ends a lease (its unused units are given back); a FixedWindow
-	// lease also ends with its window. Default 1s.
+	// lease also ends with its window. Default DefaultLeaseTTL.
 	TTL time.Duration
 }
+
+// The lease defaults.
+const (
+	DefaultHotRate     = 200
+	DefaultMaxFraction = 0.01
+	DefaultRenewEvery  = 50 * time.Millisecond
+	DefaultLeaseTTL    = time.Second
+)
 
 // BatchConfig configures batching: while round trips to a node are in
 // flight, the requests for that node that arrive gather, and the next round
@@ -113,7 +132,8 @@ type BatchConfig struct {
 	// Disable sends every request in a round trip of its own (up to the
 	// client's pool size in flight at once).
 	Disable bool
-	// MaxSize caps the requests of one round trip. Default 64.
+	// MaxSize caps the requests of one round trip. Default
+	// DefaultBatchMaxSize.
 	MaxSize int
 	// MaxInFlight caps the round trips in flight to one node at once
 	// (never more than its client's pool size). A request that has waited
@@ -123,8 +143,11 @@ type BatchConfig struct {
 	MaxInFlight int
 }
 
-// DefaultMaxInFlight is the default of BatchConfig.MaxInFlight.
-const DefaultMaxInFlight = 8
+// The batch defaults: BatchConfig.MaxSize and MaxInFlight.
+const (
+	DefaultBatchMaxSize = 64
+	DefaultMaxInFlight  = 8
+)
 
 // DenyCacheConfig configures the denial cache.
 type DenyCacheConfig struct {
@@ -132,9 +155,12 @@ type DenyCacheConfig struct {
 	Disable bool
 	// MaxKeys bounds the keys remembered (one denial each; about 300 bytes
 	// for a short key, 30 MB at the default, measured by
-	// TestMemoryPlateaus). Default 100,000.
+	// TestMemoryPlateaus). Default DefaultDenyCacheKeys.
 	MaxKeys int
 }
+
+// DefaultDenyCacheKeys is the default of DenyCacheConfig.MaxKeys.
+const DefaultDenyCacheKeys = 100_000
 
 // Config configures a Limiter. The zero value of each field means its
 // documented default; Nodes or Addrs must name at least one node.
@@ -147,7 +173,7 @@ type Config struct {
 	// the Limiter builds (remote.NewClient: bounded timeouts, no retries;
 	// scripts loaded by New) and closes.
 	Addrs []string
-	// Prefix starts every Redis key. Default "rl:".
+	// Prefix starts every Redis key. Default remote.DefaultPrefix ("rl:").
 	Prefix string
 	// Timeout bounds every remote call, whatever the caller's context
 	// allows. Default 50ms: a hung node never holds a request longer.
@@ -164,7 +190,7 @@ type Config struct {
 	// MaxLocalKeys bounds the keys the in-process fallback holds, at about
 	// 224 bytes each for short keys (225 MB at the default, measured by
 	// TestMemoryPlateaus; held only while a node fails). Default
-	// 1,000,000.
+	// DefaultMaxLocalKeys.
 	MaxLocalKeys int
 	// Batch configures the coalescing of concurrent requests per node.
 	Batch BatchConfig
@@ -205,40 +231,40 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("hybrid: negative Breaker.OpenTimeout %v", c.Breaker.OpenTimeout)
 	}
 	if c.Breaker.ConsecutiveFailures == 0 {
-		c.Breaker.ConsecutiveFailures = 5
+		c.Breaker.ConsecutiveFailures = DefaultConsecutiveFailures
 	}
 	if c.Breaker.OpenTimeout == 0 {
-		c.Breaker.OpenTimeout = time.Second
+		c.Breaker.OpenTimeout = DefaultOpenTimeout
 	}
 	if c.Breaker.HalfOpenProbes == 0 {
-		c.Breaker.HalfOpenProbes = 1
+		c.Breaker.HalfOpenProbes = DefaultHalfOpenProbes
 	}
 	if c.MaxLocalKeys < 0 {
 		return c, fmt.Errorf("hybrid: negative MaxLocalKeys %d", c.MaxLocalKeys)
 	}
 	if c.MaxLocalKeys == 0 {
-		c.MaxLocalKeys = 1_000_000
+		c.MaxLocalKeys = DefaultMaxLocalKeys
 	}
 	if c.Lease.HotRate < 0 || c.Lease.MaxFraction < 0 || c.Lease.MaxFraction > 1 || c.Lease.RenewEvery < 0 || c.Lease.TTL < 0 || math.IsNaN(c.Lease.HotRate) || math.IsNaN(c.Lease.MaxFraction) {
 		return c, fmt.Errorf("hybrid: Lease config out of range: %+v", c.Lease)
 	}
 	if c.Lease.HotRate == 0 {
-		c.Lease.HotRate = 200
+		c.Lease.HotRate = DefaultHotRate
 	}
 	if c.Lease.MaxFraction == 0 {
-		c.Lease.MaxFraction = 0.01
+		c.Lease.MaxFraction = DefaultMaxFraction
 	}
 	if c.Lease.RenewEvery == 0 {
-		c.Lease.RenewEvery = 50 * time.Millisecond
+		c.Lease.RenewEvery = DefaultRenewEvery
 	}
 	if c.Lease.TTL == 0 {
-		c.Lease.TTL = time.Second
+		c.Lease.TTL = DefaultLeaseTTL
 	}
 	if c.Batch.MaxSize < 0 {
 		return c, fmt.Errorf("hybrid: negative Batch.MaxSize %d", c.Batch.MaxSize)
 	}
 	if c.Batch.MaxSize == 0 {
-		c.Batch.MaxSize = 64
+		c.Batch.MaxSize = DefaultBatchMaxSize
 	}
 	if c.Batch.MaxInFlight < 0 {
 		return c, fmt.Errorf("hybrid: negative Batch.MaxInFlight %d", c.Batch.MaxInFlight)
@@ -250,7 +276,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("hybrid: negative DenyCache.MaxKeys %d", c.DenyCache.MaxKeys)
 	}
 	if c.DenyCache.MaxKeys == 0 {
-		c.DenyCache.MaxKeys = 100_000
+		c.DenyCache.MaxKeys = DefaultDenyCacheKeys
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -3,6 +3,7 @@ package hybrid
 import (
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -11,7 +12,10 @@ import (
 // counterStripes spreads the decision counters over cache lines: with one
 // counter per Source, every goroutine answering from a lease would write the
 // same line, and that line, not the lease, would set the pace.
-const counterStripes = 16
+const (
+	counterStripeBits = 4
+	counterStripes    = 1 << counterStripeBits
+)
 
 // counters counts decisions by Source and outcome.
 type counters struct {
@@ -48,7 +52,7 @@ func (c *counters) add(src Source, allowed bool) {
 func stripe() int {
 	var b byte
 	p := uint64(uintptr(unsafe.Pointer(&b)))
-	return int((p >> 10) * 0x9e3779b97f4a7c15 >> 60 % counterStripes)
+	return int((p >> 10) * 0x9e3779b97f4a7c15 >> (64 - counterStripeBits))
 }
 
 // yieldEvery is how many answers from memory (a lease, the denial cache,
@@ -108,7 +112,7 @@ type Latency struct {
 }
 
 func (h *histogram) snapshot() Latency {
-	l := Latency{Bounds: latencyBounds[:], Counts: make([]int64, len(h.counts))}
+	l := Latency{Bounds: slices.Clone(latencyBounds[:]), Counts: make([]int64, len(h.counts))}
 	for i := range h.counts {
 		l.Counts[i] = h.counts[i].Load()
 		l.Count += l.Counts[i]
