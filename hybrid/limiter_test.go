@@ -12,7 +12,7 @@ import (
 )
 
 // newMini returns a Limiter over n miniredis nodes.
-func newMini(t *testing.T, n int, cfg Config) (*Limiter, []*miniredis.Miniredis) {
+func newMini(t testing.TB, n int, cfg Config) (*Limiter, []*miniredis.Miniredis) {
 	t.Helper()
 	var ms []*miniredis.Miniredis
 	for i := 0; i < n; i++ {
