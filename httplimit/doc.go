@@ -1,7 +1,9 @@
 // Package httplimit is net/http middleware that rate-limits requests with a
-// hybrid.Limiter, by rules per route and per tier. It depends on net/http
-// only, so it fits plain ServeMux, chi (r.Use(mw.Wrap)), and any framework
-// that adapts an http.Handler middleware.
+// hybrid.Limiter, by rules per route and per tier. Its middleware is a
+// plain func(http.Handler) http.Handler (it needs no router), so it fits
+// ServeMux, chi (r.Use(mw.Wrap)), and any framework that adapts an
+// http.Handler middleware; the rules file is YAML (goccy/go-yaml) and is
+// watched with fsnotify.
 //
 //	rules, err := httplimit.LoadRules("rules.yaml")
 //	mw, err := httplimit.New(lim, httplimit.Config{
