@@ -299,38 +299,55 @@
 // only JSON objects, one per line, and the nodes line and "wrote <path>"
 // go to stderr. Every object has a "type": "result", "second" or "fault".
 //
+// The default table's "cpu/decision client+redis" column is the CPU time
+// per decision of the bench process and of the nodes (the JSON fields
+// client_cpu_us_per_decision and redis_cpu_us_per_decision; "?" for
+// miniredis, which runs in the bench process). After the table, one line
+// per workload gives the cores each system would need for 500,000
+// decisions/s at that cost, client + Redis: the figure that scales to a
+// fleet.
+//
 // A "result" object is one workload against one system (default mode and
 // -sweep), with these fields:
 //
-//	type                      string   "result"
-//	mode                      string   "compare" (default) or "sweep"
-//	workload                  string   "hot", "overlimit", "zipf" or "uniform"
-//	system                    string   "hybridlimit" or "redis_rate"
-//	nodes                     string   "redis-server 7.0.15", "miniredis", ...
-//	algorithm                 string   -algorithm's name; "gcra" for redis_rate
-//	limit                     string   the per-key limit, as -limit takes it: "1000/s"
-//	keys                      integer  key-space size
-//	instances                 integer  hybrid.Limiter instances; 1 for redis_rate
-//	concurrency               integer  goroutines
-//	lease_fraction            number   Lease.MaxFraction; 0: leases off, and for redis_rate
-//	decisions                 integer  decisions made in the run
-//	seconds                   number   wall time of the run
-//	decisions_per_sec         number   decisions / seconds
-//	p50_us, p99_us            number   latency percentiles, in microseconds
-//	redis_calls_per_decision  number   round trips to Redis per decision
-//	admitted                  integer  decisions that admitted the request
-//	ideal                     number   the most an exact limiter could admit
-//	admitted_pct_of_ideal     number   100 × admitted / ideal
-//	lease_units_max           integer  largest sample of units outstanding in
-//	                                   leases (sum over instances); 0 without leases
-//	lease_units_mean          number   mean of those samples
-//	lease_bound_pct           number   100 × lease_units_max / ideal: the
-//	                                   over-admission bound, % of ideal
-//	sources                   object   decisions by source name ("remote",
-//	                                   "lease", "deny-cache", "fallback",
-//	                                   "fail-open", "fail-closed"); zero
-//	                                   counts are left out
-//	errors                    integer  decisions that returned an error
+//	type                        string          "result"
+//	mode                        string          "compare" (default) or "sweep"
+//	workload                    string          "hot", "overlimit", "zipf" or "uniform"
+//	system                      string          "hybridlimit" or "redis_rate"
+//	nodes                       string          "redis-server 7.0.15", "miniredis", ...
+//	algorithm                   string          -algorithm's name; "gcra" for redis_rate
+//	limit                       string          the per-key limit, as -limit takes it: "1000/s"
+//	keys                        integer         key-space size
+//	instances                   integer         hybrid.Limiter instances; 1 for redis_rate
+//	concurrency                 integer         goroutines
+//	lease_fraction              number          Lease.MaxFraction; 0: leases off, and for redis_rate
+//	decisions                   integer         decisions made in the run
+//	seconds                     number          wall time of the run
+//	decisions_per_sec           number          decisions / seconds
+//	p50_us, p99_us              number          latency percentiles, in microseconds
+//	redis_calls_per_decision    number          round trips to Redis per decision
+//	admitted                    integer         decisions that admitted the request
+//	ideal                       number          the most an exact limiter could admit
+//	admitted_pct_of_ideal       number          100 × admitted / ideal
+//	lease_units_max             integer         largest sample of units outstanding in
+//	                                            leases (sum over instances); 0 without leases
+//	lease_units_mean            number          mean of those samples
+//	lease_bound_pct             number          100 × lease_units_max / ideal: the
+//	                                            over-admission bound, % of ideal
+//	sources                     object          decisions by source name ("remote",
+//	                                            "lease", "deny-cache", "fallback",
+//	                                            "fail-open", "fail-closed"); zero
+//	                                            counts are left out
+//	errors                      integer         decisions that returned an error
+//	client_cpu_us_per_decision  number          CPU time of the bench process (getrusage,
+//	                                            user + system) over the run, µs per
+//	                                            decision: the system under test's client
+//	                                            side (with miniredis, the nodes too)
+//	redis_cpu_us_per_decision   number or null  CPU time of the nodes (INFO cpu,
+//	                                            used_cpu_user + used_cpu_sys, summed over
+//	                                            every server, a cluster's replicas too)
+//	                                            over the run, µs per decision; null on
+//	                                            miniredis
 //
 // With -fault, one "second" object per timeline row, then one "fault"
 // object. A "second" object:

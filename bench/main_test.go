@@ -74,6 +74,8 @@ type jsonResult struct {
 	LeaseBoundPct         float64          `json:"lease_bound_pct"`
 	Sources               map[string]int64 `json:"sources"`
 	Errors                int64            `json:"errors"`
+	ClientCPUus           float64          `json:"client_cpu_us_per_decision"`
+	RedisCPUus            *float64         `json:"redis_cpu_us_per_decision"`
 }
 
 // jsonSecond is a "second" line as doc.go documents it.
@@ -138,7 +140,7 @@ var requiredFields = map[string][]string{
 	"result": {"type", "mode", "workload", "system", "nodes", "algorithm", "limit", "keys", "instances",
 		"concurrency", "lease_fraction", "decisions", "seconds", "decisions_per_sec", "p50_us", "p99_us",
 		"redis_calls_per_decision", "admitted", "ideal", "admitted_pct_of_ideal", "lease_units_max",
-		"lease_units_mean", "lease_bound_pct", "sources", "errors"},
+		"lease_units_mean", "lease_bound_pct", "sources", "errors", "client_cpu_us_per_decision", "redis_cpu_us_per_decision"},
 	"second": {"type", "fault", "t_s", "interval_s", "decisions", "decisions_per_sec", "sources", "errors",
 		"p99_us", "degraded_instances", "breaker_opened", "breaker_closed", "victim_decisions", "victim_sources",
 		"victim_failure_mode", "victim_failure_pct", "victim_reasons", "victim_remote_p99_us", "others_remote_p99_us", "events"},
@@ -199,13 +201,25 @@ func TestTable(t *testing.T) {
 	if header < 0 {
 		t.Fatalf("no table header in output:\n%s", out)
 	}
-	for _, col := range []string{"system", "decisions/s", "p50", "p99", "redis calls/decision", "admitted/ideal", "sources"} {
+	for _, col := range []string{"system", "decisions/s", "p50", "p99", "redis calls/decision", "cpu/decision client+redis", "admitted/ideal", "sources"} {
 		if !strings.Contains(lines[header], col) {
 			t.Errorf("header %q lacks column %q", lines[header], col)
 		}
 	}
 	var got []string
-	for _, r := range lines[header+1:] {
+	rows := lines[header+1:]
+	capacity := slices.Index(rows, "")
+	if capacity < 0 || capacity+1 >= len(rows) || !strings.HasPrefix(rows[capacity+1], "cores for 500000 decisions/s") {
+		t.Fatalf("no capacity lines after the table:\n%s", out)
+	}
+	for _, w := range workloadNames() {
+		if !slices.ContainsFunc(rows[capacity+2:], func(l string) bool {
+			return strings.HasPrefix(strings.TrimSpace(l), w+" ") && strings.Contains(l, "hybridlimit ") && strings.Contains(l, "redis_rate ")
+		}) {
+			t.Errorf("no capacity line for %s with both systems:\n%s", w, out)
+		}
+	}
+	for _, r := range rows[:capacity] {
 		f := strings.Fields(r)
 		if len(f) < 8 {
 			t.Errorf("row %q has %d fields, want at least 8", r, len(f))

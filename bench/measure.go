@@ -34,6 +34,8 @@ type env struct {
 	stderr io.Writer
 	log    *slog.Logger // hybrid's log
 	prog   *progress
+
+	cpuWarned bool // that the nodes' CPU cannot be read was said
 }
 
 // result is one line of the report: one workload against one system. Its
@@ -64,6 +66,8 @@ type result struct {
 	LeaseBoundPct         float64          `json:"lease_bound_pct"`
 	Sources               map[string]int64 `json:"sources"`
 	Errors                int64            `json:"errors"`
+	ClientCPUus           float64          `json:"client_cpu_us_per_decision"`
+	RedisCPUus            *float64         `json:"redis_cpu_us_per_decision"`
 }
 
 // tally is what one goroutine counted.
@@ -102,9 +106,11 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	perG := max(1, maxDecisions/s.concurrency)
 	tallies := make([]tally, s.concurrency)
 	oneKey := len(w.keys) == 1 // count without a map on the hot path
+	redis0, redisOK := e.redisCPU(ctx)
 	runCtx, cancel := context.WithTimeout(ctx, s.duration)
 	defer cancel()
 	stop := runCtx.Done()
+	cpu0 := processCPU()
 	start := time.Now()
 	var wg sync.WaitGroup
 	for g := range s.concurrency {
@@ -177,6 +183,9 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	}
 	tick.Stop()
 	elapsed := time.Since(start)
+	clientCPU := processCPU() - cpu0
+	redis1, redis1OK := e.redisCPU(ctx)
+	redisOK = redisOK && redis1OK
 	e.prog.add(max(0, min(s.duration, elapsed)-last.Sub(start)))
 
 	res = result{
@@ -223,6 +232,11 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	res.P50us = lat.quantile(0.50)
 	res.P99us = lat.quantile(0.99)
 	res.RedisCallsPerDecision = float64(sys.calls()-calls0) / float64(res.Decisions)
+	res.ClientCPUus = float64(clientCPU.Microseconds()) / float64(res.Decisions)
+	if redisOK {
+		us := float64((redis1 - redis0).Microseconds()) / float64(res.Decisions)
+		res.RedisCPUus = &us
+	}
 	enforced := w.limit
 	if sysName == sysRedisRate {
 		enforced.Algorithm = hybrid.TokenBucket // GCRA admits what a token bucket does

@@ -20,19 +20,21 @@ type report struct {
 	tw    *tabwriter.Writer
 	rows  int
 	done  bool // flushed
+	w     io.Writer
+	all   []result // for the capacity lines
 }
 
 func newReport(w io.Writer, asJSON, sweep bool) *report {
 	if asJSON {
-		return &report{json: true, enc: json.NewEncoder(w)}
+		return &report{json: true, enc: json.NewEncoder(w), w: w}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if sweep {
 		fmt.Fprintln(tw, "workload\tsystem\tlease\tdecisions/s\tp50\tp99\tredis calls/decision\tadmitted/ideal\tlease units max\tbound\tsources")
 	} else {
-		fmt.Fprintln(tw, "workload\tsystem\tdecisions/s\tp50\tp99\tredis calls/decision\tadmitted/ideal\tsources")
+		fmt.Fprintln(tw, "workload\tsystem\tdecisions/s\tp50\tp99\tredis calls/decision\tcpu/decision client+redis\tadmitted/ideal\tsources")
 	}
-	return &report{tw: tw, sweep: sweep}
+	return &report{tw: tw, sweep: sweep, w: w}
 }
 
 func (r *report) add(res result) error {
@@ -40,6 +42,7 @@ func (r *report) add(res result) error {
 		return r.enc.Encode(res)
 	}
 	r.rows++
+	r.all = append(r.all, res)
 	var err error
 	if r.sweep {
 		lease, units, bound := leaseLabel(res.LeaseFraction), "-", "-"
@@ -54,9 +57,9 @@ func (r *report) add(res result) error {
 			res.Workload, res.System, lease, res.DecisionsPerSec, latency(res.P50us), latency(res.P99us),
 			res.RedisCallsPerDecision, res.AdmittedPctOfIdeal, units, bound, sourceMix(res.Sources))
 	} else {
-		_, err = fmt.Fprintf(r.tw, "%s\t%s\t%.0f\t%s\t%s\t%.3f\t%.1f%%\t%s\n",
+		_, err = fmt.Fprintf(r.tw, "%s\t%s\t%.0f\t%s\t%s\t%.3f\t%s\t%.1f%%\t%s\n",
 			res.Workload, res.System, res.DecisionsPerSec, latency(res.P50us), latency(res.P99us),
-			res.RedisCallsPerDecision, res.AdmittedPctOfIdeal, sourceMix(res.Sources))
+			res.RedisCallsPerDecision, cpuLabel(res), res.AdmittedPctOfIdeal, sourceMix(res.Sources))
 	}
 	return err
 }
@@ -67,7 +70,60 @@ func (r *report) flush() error {
 		return nil
 	}
 	r.done = true
-	return r.tw.Flush()
+	if err := r.tw.Flush(); err != nil {
+		return err
+	}
+	if r.sweep {
+		return nil
+	}
+	return writeCapacity(r.w, r.all)
+}
+
+// cpuLabel is a result's CPU per decision, "3.1+5.2µs"; the Redis part is
+// "?" on miniredis, which runs in this process (its CPU is in the
+// client's).
+func cpuLabel(res result) string {
+	if res.RedisCPUus == nil {
+		return fmt.Sprintf("%.2f+?µs", res.ClientCPUus)
+	}
+	return fmt.Sprintf("%.2f+%.2fµs", res.ClientCPUus, *res.RedisCPUus)
+}
+
+// writeCapacity writes, per workload, the cores each system would need
+// for targetRate decisions per second at the CPU per decision measured:
+// the figure that scales to a fleet.
+func writeCapacity(w io.Writer, all []result) error {
+	var order []string
+	by := map[string][]result{}
+	for _, res := range all {
+		if res.Decisions == 0 {
+			continue
+		}
+		if _, ok := by[res.Workload]; !ok {
+			order = append(order, res.Workload)
+		}
+		by[res.Workload] = append(by[res.Workload], res)
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprintf(w, "\ncores for %d decisions/s at the CPU per decision measured (client + Redis):\n", targetRate); err != nil {
+		return err
+	}
+	for _, wl := range order {
+		var parts []string
+		for _, res := range by[wl] {
+			redis := "?"
+			if res.RedisCPUus != nil {
+				redis = fmt.Sprintf("%.1f", cores(*res.RedisCPUus))
+			}
+			parts = append(parts, fmt.Sprintf("%s %.1f + %s", res.System, cores(res.ClientCPUus), redis))
+		}
+		if _, err := fmt.Fprintf(w, "  %-10s %s\n", wl, strings.Join(parts, "; ")); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // leaseLabel names a Lease.MaxFraction: "off" for 0, else a percentage

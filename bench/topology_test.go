@@ -52,6 +52,11 @@ func TestClusterNodes(t *testing.T) {
 			if r.Errors != 0 || r.Decisions == 0 || r.Sources["fallback"]*100 > r.Decisions {
 				t.Errorf("result %+v: want decisions on the cluster, no errors, under 1%% from the fallback", r)
 			}
+			// CPU per decision is measured on both sides: the bench
+			// process's, and every server's of the cluster (INFO cpu).
+			if r.ClientCPUus <= 0 || r.RedisCPUus == nil || *r.RedisCPUus <= 0 {
+				t.Errorf("result %s/%s: CPU per decision client %v, Redis %v; want both measured", r.Workload, r.System, r.ClientCPUus, r.RedisCPUus)
+			}
 		}
 		for _, k := range user {
 			if n, err := cc.Exists(ctx, k).Result(); err != nil || n != 1 {
