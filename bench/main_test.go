@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"regexp"
 	"slices"
@@ -129,50 +128,6 @@ type jsonFault struct {
 	VictimFailed     int64   `json:"victim_failure_mode"`
 	FaultVictimPct   float64 `json:"fault_victim_failure_pct"`
 	FaultVictimP99us float64 `json:"fault_victim_remote_p99_us"`
-}
-
-// requiredFields are the fields every line of a type must carry: the
-// documented struct decodes a missing field as zero, so presence is
-// checked on its own.
-var requiredFields = map[string][]string{
-	"result": {"type", "mode", "workload", "system", "nodes", "algorithm", "limit", "keys", "instances",
-		"concurrency", "lease_fraction", "decisions", "seconds", "decisions_per_sec", "p50_us", "p99_us",
-		"redis_calls_per_decision", "admitted", "ideal", "admitted_pct_of_ideal", "lease_units_max",
-		"lease_units_mean", "lease_bound_pct", "sources", "errors"},
-	"second": {"type", "fault", "t_s", "interval_s", "decisions", "decisions_per_sec", "sources", "errors",
-		"p99_us", "degraded_instances", "breaker_opened", "breaker_closed", "victim_decisions", "victim_sources",
-		"victim_failure_mode", "victim_failure_pct", "victim_reasons", "victim_remote_p99_us", "others_remote_p99_us", "events"},
-	"fault": {"type", "fault", "node", "nodes", "hot_keys", "instances", "concurrency", "seconds", "fault_at_s",
-		"back_at_s", "slow_ms", "flaps", "degraded_after_ms", "recovered_after_ms", "promoted_after_ms",
-		"remote_after_ms", "last_failure_after_ms", "redis_rate_after_ms", "breaker_opened", "decisions",
-		"errors", "sources", "victim_decisions", "victim_failure_mode", "fault_victim_failure_pct",
-		"fault_victim_remote_p99_us"},
-}
-
-// decodeStrict decodes one JSON line into v, refusing unknown fields, and
-// checks that every documented field of its type is present.
-func decodeStrict(t *testing.T, line []byte, v any) {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		t.Fatalf("line %s: %v", line, err)
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(line, &raw); err != nil {
-		t.Fatalf("line %s: %v", line, err)
-	}
-	var typ string
-	_ = json.Unmarshal(raw["type"], &typ)
-	want, ok := requiredFields[typ]
-	if !ok {
-		t.Fatalf("line %s: type %q, want result, second or fault", line, typ)
-	}
-	for _, f := range want {
-		if _, ok := raw[f]; !ok {
-			t.Errorf("line %s: no field %q", line, f)
-		}
-	}
 }
 
 // results decodes JSON lines of "result" objects.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -10,6 +11,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -302,6 +304,126 @@ package main
 	for name, doc := range bad {
 		if s, err := parseSchema(strings.NewReader(doc)); err == nil {
 			t.Errorf("parseSchema(%s) = %v, nil; want an error", name, s)
+		}
+	}
+}
+
+// jsonKind returns the JSON kind of a value ("string", "integer",
+// "number", "null", "object", "array of string", "array", "boolean"),
+// integer for a number without fraction or exponent.
+func jsonKind(raw json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "invalid"
+	}
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case string:
+		return "string"
+	case json.Number:
+		if _, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+			return "integer"
+		}
+		return "number"
+	case map[string]any:
+		return "object"
+	case []any:
+		for _, e := range v {
+			if _, ok := e.(string); !ok {
+				return "array"
+			}
+		}
+		return "array of string"
+	}
+	return "invalid"
+}
+
+// jsonFits reports whether a value of JSON kind fits the documented type.
+func jsonFits(doc, kind string) bool {
+	switch doc {
+	case "number":
+		return kind == "number" || kind == "integer"
+	case "number or null":
+		return kind == "number" || kind == "integer" || kind == "null"
+	}
+	return kind == doc
+}
+
+// checkLine returns how one JSON output line differs from doc.go's
+// schema of its type: an unknown type or field, a missing field, a value
+// whose JSON kind is not the documented type.
+func checkLine(s docSchema, line []byte) []string {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(line, &raw); err != nil {
+		return []string{err.Error()}
+	}
+	var typ string
+	_ = json.Unmarshal(raw["type"], &typ)
+	doc, ok := s[typ]
+	if !ok {
+		return []string{fmt.Sprintf("type %q, want one of %q", typ, slices.Sorted(maps.Keys(s)))}
+	}
+	var bad []string
+	for _, f := range doc {
+		v, ok := raw[f.name]
+		if !ok {
+			bad = append(bad, fmt.Sprintf("no field %q (doc.go:%d)", f.name, f.line))
+			continue
+		}
+		if k := jsonKind(v); !jsonFits(f.typ, k) {
+			bad = append(bad, fmt.Sprintf("%q is %s %s, doc.go:%d documents %s", f.name, k, v, f.line, f.typ))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		if _, ok := s.field(typ, name); !ok {
+			bad = append(bad, fmt.Sprintf("field %q is not documented for %q", name, typ))
+		}
+	}
+	return bad
+}
+
+// decodeStrict checks one JSON output line against doc.go's schema of its
+// type and decodes it into v.
+func decodeStrict(t *testing.T, line []byte, v any) {
+	t.Helper()
+	for _, m := range checkLine(schema(t), line) {
+		t.Errorf("line %s: %s", line, m)
+	}
+	if err := json.Unmarshal(line, v); err != nil {
+		t.Fatalf("line %s: %v", line, err)
+	}
+}
+
+func TestCheckLine(t *testing.T) {
+	s := docSchema{"x": {{"type", "string", 1}, {"n", "integer", 2}, {"f", "number", 3}, {"p", "number or null", 4},
+		{"o", "object", 5}, {"a", "array of string", 6}, {"s", "string", 7}}}
+	const good = `{"type":"x","n":3,"f":0.5,"p":null,"o":{"k":1},"a":[],"s":"v"}`
+	if got := checkLine(s, []byte(good)); len(got) != 0 {
+		t.Errorf("checkLine(%s) = %q, want nothing", good, got)
+	}
+	if got := checkLine(s, []byte(`{"type":"x","n":3,"f":2,"p":1.5,"o":{},"a":["u"],"s":""}`)); len(got) != 0 {
+		t.Errorf("checkLine(integral number, number in or-null) = %q, want nothing", got)
+	}
+	bad := []string{
+		`{"type":"y"}`,
+		`{"type":"x","n":3,"f":0.5,"p":null,"o":{"k":1},"a":[]}`,
+		`{"type":"x","n":3,"f":0.5,"p":null,"o":{"k":1},"a":[],"s":"v","extra":1}`,
+		`{"type":"x","n":3.5,"f":0.5,"p":null,"o":{"k":1},"a":[],"s":"v"}`,
+		`{"type":"x","n":3,"f":null,"p":null,"o":{"k":1},"a":[],"s":"v"}`,
+		`{"type":"x","n":3,"f":0.5,"p":"1","o":{"k":1},"a":[],"s":"v"}`,
+		`{"type":"x","n":3,"f":0.5,"p":null,"o":null,"a":[],"s":"v"}`,
+		`{"type":"x","n":3,"f":0.5,"p":null,"o":{"k":1},"a":null,"s":"v"}`,
+		`{"type":"x","n":3,"f":0.5,"p":null,"o":{"k":1},"a":[1],"s":"v"}`,
+		`{"type":"x","n":3,"f":0.5,"p":null,"o":{"k":1},"a":[],"s":7}`,
+	}
+	for _, line := range bad {
+		if got := checkLine(s, []byte(line)); len(got) != 1 {
+			t.Errorf("checkLine(%s) = %q, want one complaint", line, got)
 		}
 	}
 }
