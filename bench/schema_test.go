@@ -388,11 +388,17 @@ func checkLine(s docSchema, line []byte) []string {
 }
 
 // decodeStrict checks one JSON output line against doc.go's schema of its
-// type and decodes it into v.
+// type and decodes it into v, a pointer to the struct bench marshals for
+// that type.
 func decodeStrict(t *testing.T, line []byte, v any) {
 	t.Helper()
 	for _, m := range checkLine(schema(t), line) {
 		t.Errorf("line %s: %s", line, m)
+	}
+	var typ struct{ Type string }
+	_ = json.Unmarshal(line, &typ)
+	if want, got := outputTypes[typ.Type], reflect.TypeOf(v); want != nil && got != reflect.PointerTo(want) {
+		t.Fatalf("line %s: decodeStrict into %v, want %v", line, got, reflect.PointerTo(want))
 	}
 	if err := json.Unmarshal(line, v); err != nil {
 		t.Fatalf("line %s: %v", line, err)

@@ -129,9 +129,9 @@ func TestFaultFailover(t *testing.T) {
 	}
 	rows, sum := faultRun(t, stdout.String())
 	checkFault(t, "failover", rows, sum, 16)
-	if sum.PromotedMs == nil || sum.RemoteMs == nil || sum.LastFailMs == nil {
+	if sum.PromotedMs == nil || sum.RemoteMs == nil || sum.LastFailureMs == nil {
 		t.Fatalf("promoted_after_ms %v, remote_after_ms %v, last_failure_after_ms %v: want all three within the run",
-			show(sum.PromotedMs), show(sum.RemoteMs), show(sum.LastFailMs))
+			show(sum.PromotedMs), show(sum.RemoteMs), show(sum.LastFailureMs))
 	}
 	promoted, remote := *sum.PromotedMs, *sum.RemoteMs
 	if left := 1000 * (sum.Seconds - sum.FaultAt); promoted <= 0 || promoted >= left {
@@ -158,5 +158,5 @@ func TestFaultFailover(t *testing.T) {
 	path := filepath.Join(dir, faultChart)
 	wantTexts(t, path, svgTexts(t, path), "failover 127.0.0.1:", "promoted 127.0.0.1:")
 	t.Logf("failover: promoted %.0fms after the kill, hybridlimit's keys from Redis %.0fms after (last failure-mode answer %v ms), redis_rate back %v ms after",
-		promoted, remote, show(sum.LastFailMs), show(sum.RedisRateMs))
+		promoted, remote, show(sum.LastFailureMs), show(sum.RedisRateMs))
 }
