@@ -248,7 +248,7 @@
 // Zipf half for the victim's and the others' answers from Redis (a few
 // in a thousand of the decisions), from the caller's side: on a machine
 // whose processors are all busy it includes the wait for one.
-
+//
 // # Flags
 //
 //	-nodes URLs           existing nodes instead of embedded ones; with -cluster, the

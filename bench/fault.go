@@ -638,7 +638,8 @@ func ringOwners(cl *cluster) ([]string, func(string) int, error) {
 // whose Stats().Nodes[].Calls moved. (The Redis keys cannot tell: a
 // bucket of 1e9/s refills, and expires, within a millisecond.) It returns,
 // per key, the index of its node in cl.names, -1 where no node's calls
-// moved.
+// moved. A cancelled ctx is an interruption, not a key of no node's: hybrid
+// answers it from the failure mode, which moves no node's calls.
 func locateHotKeys(ctx context.Context, cl *cluster, h *hybridSystem, hot []string, l hybrid.Limit) ([]int, error) {
 	lim := h.lims[0]
 	calls := func() map[string]int64 {
@@ -654,6 +655,9 @@ func locateHotKeys(ctx context.Context, cl *cluster, h *hybridSystem, hot []stri
 		before := calls()
 		if _, err := lim.Allow(ctx, k, l); err != nil {
 			return nil, fmt.Errorf("bench: warming %s: %w", k, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("bench: interrupted: %w", err)
 		}
 		after := calls()
 		for i, name := range cl.names {

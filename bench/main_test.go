@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"regexp"
 	"slices"
@@ -46,145 +45,14 @@ func runBench(t *testing.T, args ...string) (string, string) {
 	return stdout.String(), stderr.String()
 }
 
-// jsonResult is a "result" line exactly as doc.go documents it; decoding
-// with DisallowUnknownFields into it checks the output against the doc.
-type jsonResult struct {
-	Type                  string           `json:"type"`
-	Mode                  string           `json:"mode"`
-	Workload              string           `json:"workload"`
-	System                string           `json:"system"`
-	Nodes                 string           `json:"nodes"`
-	Algorithm             string           `json:"algorithm"`
-	Limit                 string           `json:"limit"`
-	Keys                  int              `json:"keys"`
-	Instances             int              `json:"instances"`
-	Concurrency           int              `json:"concurrency"`
-	LeaseFraction         float64          `json:"lease_fraction"`
-	Decisions             int64            `json:"decisions"`
-	Seconds               float64          `json:"seconds"`
-	DecisionsPerSec       float64          `json:"decisions_per_sec"`
-	P50us                 float64          `json:"p50_us"`
-	P99us                 float64          `json:"p99_us"`
-	RedisCallsPerDecision float64          `json:"redis_calls_per_decision"`
-	Admitted              int64            `json:"admitted"`
-	Ideal                 float64          `json:"ideal"`
-	AdmittedPctOfIdeal    float64          `json:"admitted_pct_of_ideal"`
-	LeaseUnitsMax         int64            `json:"lease_units_max"`
-	LeaseUnitsMean        float64          `json:"lease_units_mean"`
-	LeaseBoundPct         float64          `json:"lease_bound_pct"`
-	Sources               map[string]int64 `json:"sources"`
-	Errors                int64            `json:"errors"`
-	ClientCPUus           float64          `json:"client_cpu_us_per_decision"`
-	RedisCPUus            *float64         `json:"redis_cpu_us_per_decision"`
-}
-
-// jsonSecond is a "second" line as doc.go documents it.
-type jsonSecond struct {
-	Type            string           `json:"type"`
-	Fault           string           `json:"fault"`
-	T               float64          `json:"t_s"`
-	Interval        float64          `json:"interval_s"`
-	Decisions       int64            `json:"decisions"`
-	DecisionsPerSec float64          `json:"decisions_per_sec"`
-	Sources         map[string]int64 `json:"sources"`
-	Errors          int64            `json:"errors"`
-	P99us           float64          `json:"p99_us"`
-	Degraded        int              `json:"degraded_instances"`
-	Opened          int64            `json:"breaker_opened"`
-	Closed          int64            `json:"breaker_closed"`
-	VictimDecisions int64            `json:"victim_decisions"`
-	VictimSources   map[string]int64 `json:"victim_sources"`
-	VictimFailed    int64            `json:"victim_failure_mode"`
-	VictimFailedPct float64          `json:"victim_failure_pct"`
-	VictimReasons   map[string]int64 `json:"victim_reasons"`
-	VictimP99us     float64          `json:"victim_remote_p99_us"`
-	OthersP99us     float64          `json:"others_remote_p99_us"`
-	Events          []string         `json:"events"`
-}
-
-// jsonFault is the "fault" line as doc.go documents it.
-type jsonFault struct {
-	Type        string           `json:"type"`
-	Fault       string           `json:"fault"`
-	Node        string           `json:"node"`
-	Nodes       string           `json:"nodes"`
-	HotKeys     []string         `json:"hot_keys"`
-	Instances   int              `json:"instances"`
-	Concurrency int              `json:"concurrency"`
-	Seconds     float64          `json:"seconds"`
-	FaultAt     float64          `json:"fault_at_s"`
-	BackAt      *float64         `json:"back_at_s"`
-	SlowMs      *float64         `json:"slow_ms"`
-	Flaps       int              `json:"flaps"`
-	DegradedMs  *float64         `json:"degraded_after_ms"`
-	RecoveredMs *float64         `json:"recovered_after_ms"`
-	PromotedMs  *float64         `json:"promoted_after_ms"`
-	RemoteMs    *float64         `json:"remote_after_ms"`
-	LastFailMs  *float64         `json:"last_failure_after_ms"`
-	RedisRateMs *float64         `json:"redis_rate_after_ms"`
-	Opened      int64            `json:"breaker_opened"`
-	Decisions   int64            `json:"decisions"`
-	Errors      int64            `json:"errors"`
-	Sources     map[string]int64 `json:"sources"`
-
-	VictimDecisions  int64   `json:"victim_decisions"`
-	VictimFailed     int64   `json:"victim_failure_mode"`
-	FaultVictimPct   float64 `json:"fault_victim_failure_pct"`
-	FaultVictimP99us float64 `json:"fault_victim_remote_p99_us"`
-}
-
-// requiredFields are the fields every line of a type must carry: the
-// documented struct decodes a missing field as zero, so presence is
-// checked on its own.
-var requiredFields = map[string][]string{
-	"result": {"type", "mode", "workload", "system", "nodes", "algorithm", "limit", "keys", "instances",
-		"concurrency", "lease_fraction", "decisions", "seconds", "decisions_per_sec", "p50_us", "p99_us",
-		"redis_calls_per_decision", "admitted", "ideal", "admitted_pct_of_ideal", "lease_units_max",
-		"lease_units_mean", "lease_bound_pct", "sources", "errors", "client_cpu_us_per_decision", "redis_cpu_us_per_decision"},
-	"second": {"type", "fault", "t_s", "interval_s", "decisions", "decisions_per_sec", "sources", "errors",
-		"p99_us", "degraded_instances", "breaker_opened", "breaker_closed", "victim_decisions", "victim_sources",
-		"victim_failure_mode", "victim_failure_pct", "victim_reasons", "victim_remote_p99_us", "others_remote_p99_us", "events"},
-	"fault": {"type", "fault", "node", "nodes", "hot_keys", "instances", "concurrency", "seconds", "fault_at_s",
-		"back_at_s", "slow_ms", "flaps", "degraded_after_ms", "recovered_after_ms", "promoted_after_ms",
-		"remote_after_ms", "last_failure_after_ms", "redis_rate_after_ms", "breaker_opened", "decisions",
-		"errors", "sources", "victim_decisions", "victim_failure_mode", "fault_victim_failure_pct",
-		"fault_victim_remote_p99_us"},
-}
-
-// decodeStrict decodes one JSON line into v, refusing unknown fields, and
-// checks that every documented field of its type is present.
-func decodeStrict(t *testing.T, line []byte, v any) {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		t.Fatalf("line %s: %v", line, err)
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(line, &raw); err != nil {
-		t.Fatalf("line %s: %v", line, err)
-	}
-	var typ string
-	_ = json.Unmarshal(raw["type"], &typ)
-	want, ok := requiredFields[typ]
-	if !ok {
-		t.Fatalf("line %s: type %q, want result, second or fault", line, typ)
-	}
-	for _, f := range want {
-		if _, ok := raw[f]; !ok {
-			t.Errorf("line %s: no field %q", line, f)
-		}
-	}
-}
-
 // results decodes JSON lines of "result" objects.
-func results(t *testing.T, out string) []jsonResult {
+func results(t *testing.T, out string) []result {
 	t.Helper()
-	var rs []jsonResult
+	var rs []result
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var r jsonResult
+		var r result
 		decodeStrict(t, sc.Bytes(), &r)
 		rs = append(rs, r)
 	}
@@ -298,30 +166,30 @@ func TestOneWorkload(t *testing.T) {
 func TestFlagsReachTheRun(t *testing.T) {
 	tests := []struct {
 		args  []string
-		check func(r jsonResult) bool
+		check func(r result) bool
 		want  string
 	}{
 		{[]string{"-workload", "zipf", "-keys", "1000", "-zipf", "1.5"},
-			func(r jsonResult) bool { return r.Keys == 1000 && r.Workload == "zipf" }, "zipf over 1000 keys"},
+			func(r result) bool { return r.Keys == 1000 && r.Workload == "zipf" }, "zipf over 1000 keys"},
 		{[]string{"-workload", "uniform", "-keys", "500", "-limit", "20/s"},
-			func(r jsonResult) bool { return r.Keys == 500 && r.Limit == "20/s" && r.AdmittedPctOfIdeal > 0 },
+			func(r result) bool { return r.Keys == 500 && r.Limit == "20/s" && r.AdmittedPctOfIdeal > 0 },
 			"uniform over 500 keys at 20/s"},
 		{[]string{"-workload", "hot", "-lease-fraction", "0"},
-			func(r jsonResult) bool { return r.LeaseFraction == 0 && r.Sources["lease"] == 0 }, "no lease decisions"},
+			func(r result) bool { return r.LeaseFraction == 0 && r.Sources["lease"] == 0 }, "no lease decisions"},
 		{[]string{"-workload", "hot", "-lease-fraction", "0.05", "-instances", "3", "-concurrency", "3"},
-			func(r jsonResult) bool {
+			func(r result) bool {
 				return r.System == sysRedisRate || (r.LeaseFraction == 0.05 && r.Instances == 3 && r.Concurrency == 3)
 			}, "fraction 0.05, 3 instances, 3 goroutines"},
 		{[]string{"-workload", "overlimit", "-limit", "1_000/250ms"},
-			func(r jsonResult) bool { return r.Limit == "1000/250ms" }, "limit 1000/250ms"},
+			func(r result) bool { return r.Limit == "1000/250ms" }, "limit 1000/250ms"},
 	}
 	for _, a := range algorithms {
 		tests = append(tests, struct {
 			args  []string
-			check func(r jsonResult) bool
+			check func(r result) bool
 			want  string
 		}{[]string{"-workload", "overlimit", "-algorithm", a.name, "-limit", "100/s"},
-			func(r jsonResult) bool {
+			func(r result) bool {
 				return (r.System == sysRedisRate || r.Algorithm == a.name) && r.Limit == "100/s" && r.Admitted > 0
 			}, "algorithm " + a.name})
 	}

@@ -127,10 +127,10 @@ func TestSweepTable(t *testing.T) {
 }
 
 // faultRun decodes the JSON of a fault run: its rows and its summary.
-func faultRun(t *testing.T, out string) ([]jsonSecond, jsonFault) {
+func faultRun(t *testing.T, out string) ([]second, faultSummary) {
 	t.Helper()
-	var rows []jsonSecond
-	var sum jsonFault
+	var rows []second
+	var sum faultSummary
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(nil, 1<<20)
 	n := 0
@@ -144,7 +144,7 @@ func faultRun(t *testing.T, out string) ([]jsonSecond, jsonFault) {
 			if sum.Type != "" {
 				t.Errorf("a second after the fault summary: %s", sc.Bytes())
 			}
-			var r jsonSecond
+			var r second
 			decodeStrict(t, sc.Bytes(), &r)
 			rows = append(rows, r)
 		case "fault":
@@ -162,7 +162,7 @@ func faultRun(t *testing.T, out string) ([]jsonSecond, jsonFault) {
 
 // checkFault checks what every fault run must show: no caller errors,
 // one row per interval, the fault among the events, counts that add up.
-func checkFault(t *testing.T, fault string, rows []jsonSecond, sum jsonFault, wantRows int) {
+func checkFault(t *testing.T, fault string, rows []second, sum faultSummary, wantRows int) {
 	t.Helper()
 	if sum.Errors != 0 {
 		t.Errorf("-fault %s: %d errors returned to callers, want 0", fault, sum.Errors)
@@ -258,7 +258,7 @@ func redisOnly(t *testing.T) {
 
 // runFaultRedis runs a small fault run on redis-server: 8 goroutines, 2
 // instances, 10,000 Zipf keys, JSON.
-func runFaultRedis(t *testing.T, fault string, duration, interval string) ([]jsonSecond, jsonFault, string) {
+func runFaultRedis(t *testing.T, fault string, duration, interval string) ([]second, faultSummary, string) {
 	t.Helper()
 	redisOnly(t)
 	dir := t.TempDir()
@@ -276,8 +276,8 @@ func runFaultRedis(t *testing.T, fault string, duration, interval string) ([]jso
 }
 
 // faultRows returns the rows that lie wholly between from and to seconds.
-func faultRows(rows []jsonSecond, from, to float64) []jsonSecond {
-	var out []jsonSecond
+func faultRows(rows []second, from, to float64) []second {
+	var out []second
 	for _, r := range rows {
 		if r.T >= from && r.T+r.Interval <= to {
 			out = append(out, r)

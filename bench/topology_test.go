@@ -2,13 +2,48 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hybridlimit/hybridlimit/hybrid"
 	"github.com/hybridlimit/hybridlimit/internal/redistest"
 )
+
+// TestLocateHotKeysCancelled: a fault run cancelled while it locates its
+// hot keys is interrupted (TestCancelledMidway saw "bench cannot tell the
+// victim's keys" instead: hybrid answers a cancelled call from the failure
+// mode, so no node's calls move).
+func TestLocateHotKeysCancelled(t *testing.T) {
+	cl, err := startCluster(t.Context(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := cl.close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	h, err := newHybrid(cl, 1, 0.01, slog.New(slog.DiscardHandler), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := h.close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err = locateHotKeys(ctx, cl, h, hotKeys(), hybrid.Limit{Rate: 1000, Period: time.Second})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("locateHotKeys(cancelled ctx) = %v, want an error wrapping %v", err, context.Canceled)
+	}
+}
 
 // TestClusterNodes runs bench with -cluster -nodes on a Redis Cluster it
 // did not start (3 masters, no replicas, started by the test), seeded by
@@ -99,9 +134,9 @@ func TestFaultFailover(t *testing.T) {
 	}
 	rows, sum := faultRun(t, stdout.String())
 	checkFault(t, "failover", rows, sum, 16)
-	if sum.PromotedMs == nil || sum.RemoteMs == nil || sum.LastFailMs == nil {
+	if sum.PromotedMs == nil || sum.RemoteMs == nil || sum.LastFailureMs == nil {
 		t.Fatalf("promoted_after_ms %v, remote_after_ms %v, last_failure_after_ms %v: want all three within the run",
-			show(sum.PromotedMs), show(sum.RemoteMs), show(sum.LastFailMs))
+			show(sum.PromotedMs), show(sum.RemoteMs), show(sum.LastFailureMs))
 	}
 	promoted, remote := *sum.PromotedMs, *sum.RemoteMs
 	if left := 1000 * (sum.Seconds - sum.FaultAt); promoted <= 0 || promoted >= left {
@@ -128,5 +163,5 @@ func TestFaultFailover(t *testing.T) {
 	path := filepath.Join(dir, faultChart)
 	wantTexts(t, path, svgTexts(t, path), "failover 127.0.0.1:", "promoted 127.0.0.1:")
 	t.Logf("failover: promoted %.0fms after the kill, hybridlimit's keys from Redis %.0fms after (last failure-mode answer %v ms), redis_rate back %v ms after",
-		promoted, remote, show(sum.LastFailMs), show(sum.RedisRateMs))
+		promoted, remote, show(sum.LastFailureMs), show(sum.RedisRateMs))
 }
