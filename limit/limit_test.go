@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybridlimit/hybridlimit/internal/algo"
 	"github.com/hybridlimit/hybridlimit/limit"
 )
 
@@ -202,6 +203,26 @@ func TestAlgorithm(t *testing.T) {
 	var zero limit.Algorithm
 	if zero != limit.TokenBucket {
 		t.Errorf("zero Algorithm = %v, want TokenBucket", zero)
+	}
+}
+
+// TestAlgorithmIDs: each Algorithm is the ID of its transitions in
+// internal/algo, with the same name.
+func TestAlgorithmIDs(t *testing.T) {
+	want := map[limit.Algorithm]algo.ID{
+		limit.TokenBucket:          algo.TokenBucket,
+		limit.LeakyBucket:          algo.LeakyBucket,
+		limit.FixedWindow:          algo.FixedWindow,
+		limit.SlidingWindowLog:     algo.SlidingWindowLog,
+		limit.SlidingWindowCounter: algo.SlidingWindowCounter,
+	}
+	for _, a := range algorithms {
+		if id := algo.ID(a); id != want[a] || id.String() != a.String() {
+			t.Errorf("algo.ID(%v) = %v (%d), want %v (%d)", a, id, id, want[a], want[a])
+		}
+	}
+	if n := len(algorithms); algo.ID(n).Valid() || !algo.ID(n-1).Valid() {
+		t.Errorf("algo knows other than the %d algorithms of package limit", n)
 	}
 }
 

@@ -99,11 +99,9 @@ type heldLease struct {
 }
 
 // runDifferential drives random decisions, leases, give-backs, peeks,
-// refunds and resets through s
-// and through the transitions of package limit, and requires identical
-// answers. back allows
-// the clock to step backwards, by a little and by an hour, and forward by
-// an hour.
+// refunds and resets through s and through the transitions of package
+// limit, and requires identical answers. back allows the clock to step
+// backwards, by a little and by an hour, and forward by an hour.
 func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back bool) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 7))

@@ -14,13 +14,13 @@ const (
 	SlidingWindowLog
 	SlidingWindowCounter
 
-	// NumIDs is the number of algorithms.
-	NumIDs
+	// numIDs is the number of algorithms: one more than the last.
+	numIDs
 )
 
 // algorithms holds each algorithm's names, by ID. Each is defined in the
 // algorithm's own file, with its transitions (see dispatch.go).
-var algorithms = [NumIDs]*algorithm{
+var algorithms = [numIDs]*algorithm{
 	TokenBucket:          &tokenBucket,
 	LeakyBucket:          &leakyBucket,
 	FixedWindow:          &fixedWindow,
@@ -29,12 +29,12 @@ var algorithms = [NumIDs]*algorithm{
 }
 
 // Valid reports whether a is one of the algorithms.
-func (a ID) Valid() bool { return a < NumIDs }
+func (a ID) Valid() bool { return a < numIDs }
 
 // String returns the algorithm's Go name, for example "TokenBucket", or
 // "Algorithm(9)" for an unknown one.
 func (a ID) String() string {
-	if a < NumIDs {
+	if a < numIDs {
 		return algorithms[a].name
 	}
 	return "Algorithm(" + strconv.Itoa(int(a)) + ")"
@@ -43,7 +43,7 @@ func (a ID) String() string {
 // Code returns the short name package remote uses in Redis keys: "tb",
 // "lb", "fw", "swl" or "swc". It is empty for an unknown algorithm.
 func (a ID) Code() string {
-	if a < NumIDs {
+	if a < numIDs {
 		return algorithms[a].code
 	}
 	return ""
@@ -51,4 +51,4 @@ func (a ID) Code() string {
 
 // Bucket reports whether the algorithm takes a Burst distinct from its Rate
 // (TokenBucket and LeakyBucket).
-func (a ID) Bucket() bool { return a < NumIDs && algorithms[a].bucket }
+func (a ID) Bucket() bool { return a < numIDs && algorithms[a].bucket }
