@@ -26,13 +26,13 @@ func (v *view) look(sp *Spec, s *State, nowUS int64) {
 	*v = view{sp: *sp, at: nowUS, now: nowUS}
 	switch sp.Algorithm {
 	case TokenBucket, LeakyBucket:
-		bucketLook(v, s)
+		bucketLook(v, sp, s, nowUS)
 	case FixedWindow:
-		fixedLook(v, s)
+		fixedLook(v, sp, s, nowUS)
 	case SlidingWindowCounter:
-		counterLook(v, s)
+		counterLook(v, sp, s, nowUS)
 	case SlidingWindowLog:
-		logLook(v, s)
+		logLook(v, sp, s, nowUS)
 	default:
 		panic(unknown(sp.Algorithm))
 	}

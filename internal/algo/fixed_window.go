@@ -7,12 +7,11 @@ var fixedWindow = algorithm{
 	code: "fw",
 }
 
-func fixedLook(v *view, s *State) {
-	sp := &v.sp
-	if s.T-v.now > sp.P {
-		s.T = v.now // more than a period ahead: the count is now's window's
+func fixedLook(v *view, sp *Spec, s *State, nowUS int64) {
+	if s.T-nowUS > sp.P {
+		s.T = nowUS // more than a period ahead: the count is now's window's
 	}
-	v.now = max(v.now, s.T)
+	v.now = max(nowUS, s.T)
 	v.nq = v.now
 	v.k = floorDiv(v.now, sp.P)
 	if s.T != 0 && floorDiv(s.T, sp.P) == v.k {

@@ -8,12 +8,11 @@ var slidingWindowCounter = algorithm{
 	code: "swc",
 }
 
-func counterLook(v *view, s *State) {
-	sp := &v.sp
-	if s.T-v.now > sp.P*sp.Q {
-		s.T = v.now // more than a period ahead: both counts move to now
+func counterLook(v *view, sp *Spec, s *State, nowUS int64) {
+	if s.T-nowUS > sp.P*sp.Q {
+		s.T = nowUS // more than a period ahead: both counts move to now
 	}
-	v.now = max(v.now, s.T)
+	v.now = max(nowUS, s.T)
 	v.nq = sp.quanta(v.now)
 	v.k = floorDiv(v.nq, sp.P)
 	if s.T != 0 {
@@ -27,19 +26,19 @@ func counterLook(v *view, s *State) {
 }
 
 func counterAvail(v *view) int64 {
-	sp := &v.sp
+	sp := v.sp
 	e := v.nq - v.k*sp.P
 	return (sp.R*sp.P-v.prev*(sp.P-e))/sp.P - v.d
 }
 
 func counterAllows(v *view, cost int64) bool {
-	sp := &v.sp
+	sp := v.sp
 	e := v.nq - v.k*sp.P
 	return v.prev*(sp.P-e)+(v.d+cost)*sp.P <= sp.R*sp.P
 }
 
 func counterDecide(v *view, dec *Decision, cost int64, allowed bool) {
-	sp := &v.sp
+	sp := v.sp
 	cur := v.d
 	if allowed {
 		cur += cost
@@ -60,7 +59,7 @@ func counterDecide(v *view, dec *Decision, cost int64, allowed bool) {
 // counterRetry returns the first quantum at which cost fits if nothing
 // else is charged.
 func counterRetry(v *view, cost int64) int64 {
-	sp := &v.sp
+	sp := v.sp
 	// Later in this window: prev*(P-e') <= (R-cur-cost)*P.
 	if a := (sp.R - v.d - cost) * sp.P; a >= 0 && v.prev > 0 {
 		if e := sp.P - a/v.prev; e < sp.P {
@@ -78,7 +77,7 @@ func counterRetry(v *view, cost int64) int64 {
 // counterGiveBack returns units to the count of the lease's window while it
 // is still counted, as the current or the previous window.
 func counterGiveBack(v *view, s *State, leaseUS, units int64) {
-	sp := &v.sp
+	sp := v.sp
 	lk := floorDiv(floorDiv(leaseUS, sp.Q), sp.P)
 	switch {
 	case lk == v.k && v.d > 0:

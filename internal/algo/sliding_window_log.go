@@ -8,13 +8,12 @@ var slidingWindowLog = algorithm{
 	code: "swl",
 }
 
-func logLook(v *view, s *State) {
-	sp := &v.sp
-	if n := len(s.Log); n > 0 && s.Log[n-1].T-v.now > sp.P {
-		rebaseLog(s, v.now)
+func logLook(v *view, sp *Spec, s *State, nowUS int64) {
+	if n := len(s.Log); n > 0 && s.Log[n-1].T-nowUS > sp.P {
+		rebaseLog(s, nowUS)
 	}
 	if len(s.Log) > 0 {
-		v.now = max(v.now, s.Log[len(s.Log)-1].T)
+		v.now = max(nowUS, s.Log[len(s.Log)-1].T)
 	}
 	v.nq = v.now
 	v.n = s.A
@@ -45,7 +44,7 @@ func rebaseLog(s *State, nowUS int64) {
 }
 
 func logDecide(v *view, dec *Decision, cost int64, allowed bool) {
-	sp := &v.sp
+	sp := v.sp
 	n := v.n
 	if allowed {
 		n += cost
@@ -94,19 +93,20 @@ func logCommit(v *view, s *State, cost int64) {
 // logGiveBack removes the oldest events in the window charged at or after
 // the lease: the lease's own unless the clock went backwards meanwhile.
 func logGiveBack(v *view, s *State, leaseUS, units int64) {
-	live := s.Log[:v.head]
-	for _, ev := range s.Log[v.head:] {
+	log, a := s.Log, s.A // in locals: the loop's appends would make s reread
+	live := log[:v.head]
+	for _, ev := range log[v.head:] {
 		if ev.T >= leaseUS && units > 0 {
 			n := min(ev.N, units)
 			ev.N -= n
-			s.A -= n
+			a -= n
 			units -= n
 		}
 		if ev.N > 0 {
 			live = append(live, ev)
 		}
 	}
-	s.Log = live
+	s.Log, s.A = live, a
 }
 
 // logRefund removes the newest events.

@@ -21,9 +21,8 @@ const (
 	twoTo51 = 1 << 51
 )
 
-func bucketLook(v *view, s *State) {
-	sp := &v.sp
-	v.nq = sp.quanta(v.now)
+func bucketLook(v *view, sp *Spec, s *State, nowUS int64) {
+	v.nq = sp.quanta(nowUS)
 	if s.T == 0 || s.A <= 0 {
 		return
 	}
@@ -48,7 +47,7 @@ func bucketLook(v *view, s *State) {
 	// or it would stay empty until the clock caught up.
 	if full := sp.C * sp.P; v.d > full {
 		v.d = full
-		s.T, s.A = v.now, full
+		s.T, s.A = nowUS, full
 	}
 }
 
@@ -59,7 +58,7 @@ func bucketAllows(v *view, cost int64) bool {
 }
 
 func bucketDecide(v *view, dec *Decision, cost int64, allowed bool) {
-	sp := &v.sp
+	sp := v.sp
 	d := v.d
 	if allowed {
 		d += cost * sp.P
