@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
+	"github.com/hybridlimit/hybridlimit/internal/limitspec"
 )
 
 // DefaultMaxDelay is the longest a LeakyBucket rule holds a request when
@@ -425,7 +426,7 @@ func checkRule(r Rule) (warnings []string, _ error) {
 // longestDelay is the Delay of a request of one unit that finds l's queue
 // as full as it can be (Burst-1 units), computed as package limit does.
 func longestDelay(l hybrid.Limit) time.Duration {
-	sp, err := l.Spec()
+	sp, err := limitspec.Of(l)
 	if err != nil {
 		return 0
 	}

@@ -1,6 +1,6 @@
 package limit
 
-import "strconv"
+import "github.com/hybridlimit/hybridlimit/internal/algo"
 
 // Algorithm selects how a Limit is enforced. The zero value is TokenBucket.
 type Algorithm uint8
@@ -20,34 +20,13 @@ const (
 	// SlidingWindowCounter weights the previous window's count by the part
 	// of it still inside the sliding window.
 	SlidingWindowCounter
-
-	numAlgorithms
 )
 
-var algorithmNames = [...]string{"TokenBucket", "LeakyBucket", "FixedWindow", "SlidingWindowLog", "SlidingWindowCounter"}
-
-// codes are the short names used in Redis keys.
-var algorithmCodes = [...]string{"tb", "lb", "fw", "swl", "swc"}
-
 // String returns the algorithm's Go name, for example "TokenBucket".
-func (a Algorithm) String() string {
-	if a < numAlgorithms {
-		return algorithmNames[a]
-	}
-	return "Algorithm(" + strconv.Itoa(int(a)) + ")"
-}
-
-// Code returns the short name used in storage keys: "tb", "lb", "fw", "swl"
-// or "swc". It is empty for an unknown algorithm.
-func (a Algorithm) Code() string {
-	if a < numAlgorithms {
-		return algorithmCodes[a]
-	}
-	return ""
-}
+func (a Algorithm) String() string { return algo.ID(a).String() }
 
 // Valid reports whether a is one of the five algorithms.
-func (a Algorithm) Valid() bool { return a < numAlgorithms }
+func (a Algorithm) Valid() bool { return algo.ID(a).Valid() }
 
 // isBucket reports whether the algorithm has a Burst distinct from its Rate.
-func (a Algorithm) isBucket() bool { return a == TokenBucket || a == LeakyBucket }
+func (a Algorithm) isBucket() bool { return algo.ID(a).Bucket() }

@@ -1,6 +1,10 @@
 package limit
 
-import "time"
+import (
+	"time"
+
+	"github.com/hybridlimit/hybridlimit/internal/algo"
+)
 
 // Decision is the outcome of one request against one or more limits.
 type Decision struct {
@@ -22,5 +26,6 @@ type Decision struct {
 	Delay time.Duration
 }
 
-// us converts microseconds to a Duration.
-func us(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
+// algoDecision is d as the transitions write it: the two types have one
+// underlying type, which this conversion asserts at compile time.
+func algoDecision(d *Decision) *algo.Decision { return (*algo.Decision)(d) }

@@ -6,13 +6,16 @@
 //
 //	(State, Limit, now, cost) -> (State, Decision)
 //
-// computed in integers: a limit is first reduced to its [Spec] (time quantum,
-// period in quanta, rate, capacity), and every product the transition forms
-// stays below 2^53, so the Lua scripts of package remote, whose numbers are
-// IEEE doubles, compute bit-for-bit the same decisions as this package. Package
-// local runs these transitions in process; package remote runs their Lua
-// mirror on Redis, timed by the Redis server's clock. A conformance table
-// checks all three against the same vectors.
+// ([Take], and [TakeAll] for several limits at once) computed in integers: a
+// limit is reduced to an integer form (a time quantum, the period in quanta,
+// the rate and the capacity; see [Limit.Validate]), and every product the
+// transition forms stays below 2^53, so the Lua scripts of package remote,
+// whose numbers are IEEE doubles, compute bit-for-bit the same decisions as
+// this package. That form, and a [State]'s contents, are the module's own
+// and not part of this API. Package local runs these transitions in
+// process; package remote runs their Lua mirror on Redis, timed by the
+// Redis server's clock. A conformance table checks all three against the
+// same vectors.
 //
 // Semantics, for a limit of capacity C (Burst, or Rate when Burst is 0):
 //
@@ -84,9 +87,9 @@
 // A store keys an unnamed limit's state by the limit: a limit with another
 // rate, period or burst is another limit, whose state starts as the zero
 // State (a full budget). A named limit's state is keyed by its Name and
-// algorithm, and kept with the Spec it was written for; a request whose
-// limit of that name has another Spec converts it first ([Convert]): the
-// units in use at now, the old capacity minus what the old limit admits
+// algorithm, and kept with the integer form of the limit it was written
+// for; a request whose limit of that name has another rate, period or burst
+// converts it first: the units in use at now, the old capacity minus what the old limit admits
 // (rounded up to whole units), are charged afresh to the new limit at now,
 // at most its capacity. So a change never grants more than the new
 // capacity, and a lowered limit denies a client that used more than it
@@ -100,8 +103,8 @@
 // higher capacity minus the lower more per flip. Units of a lease taken
 // under the old limit are not given back to the converted state.
 //
-// Leases (LeaseSpecs, GiveBackSpecs) follow the same rules: a lease given
-// back after its state was rebased finds its window, or its events, moved
+// The stores' leases (a batch of units taken at once, whose unused part is
+// given back) follow the same rules: a lease given back after its state was rebased finds its window, or its events, moved
 // to now, and returns nothing unless its own time lies in now's window, as
 // it does for a lease taken before a step forward and given back after the
 // step's correction: its units then go to the count that the rebase moved

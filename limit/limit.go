@@ -6,6 +6,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hybridlimit/hybridlimit/internal/algo"
 )
 
 // Bounds on a Limit. Within them every transition is exact in both int64 and
@@ -24,9 +26,6 @@ const (
 
 	// MaxNameLen is the longest Name accepted, in bytes.
 	MaxNameLen = 128
-
-	// maxScaled bounds every product of a count and a period in quanta.
-	maxScaled = 1 << 50
 )
 
 // Limit is a rate limit: Rate units per Period, enforced by Algorithm.
@@ -41,8 +40,8 @@ const (
 // algorithm, instead of its rate, period and burst: a limit that changes
 // under the same name keeps its budget. A store that meets a named
 // limit's state written for another rate, period or burst converts it
-// (see [Convert]): the units in use stay in use, at most the new
-// capacity. An unnamed limit that changes is another limit, whose state
+// (see "Limits that change" in the package documentation): the units in
+// use stay in use, at most the new capacity. An unnamed limit that changes is another limit, whose state
 // starts full (the old state is dropped when it expires). A change of
 // algorithm starts afresh, named or not.
 type Limit struct {
@@ -85,13 +84,6 @@ func (l Limit) Capacity() int64 {
 	return l.Rate
 }
 
-// Validate reports whether the limit can be enforced. Errors wrap
-// ErrInvalidLimit and say what is wrong.
-func (l Limit) Validate() error {
-	_, err := l.Spec()
-	return err
-}
-
 // CheckCost reports whether cost is a valid request against l: ErrInvalidCost
 // below 1, ErrCostExceedsLimit above the capacity. It assumes l is valid.
 func (l Limit) CheckCost(cost int64) error {
@@ -104,94 +96,60 @@ func (l Limit) CheckCost(cost int64) error {
 	return nil
 }
 
-// Spec is the integer form of a valid Limit, as the transitions of this
-// package and the Lua scripts of package remote compute with it. Time is
-// counted in quanta of Q microseconds; the period is P quanta.
-type Spec struct {
-	Algorithm Algorithm
-	named     bool  // the limit has a Name, which the store compares itself
-	Q         int64 // microseconds per quantum: a power of ten dividing the period
-	P         int64 // period in quanta
-	R         int64 // rate: units per period
-	C         int64 // capacity
-}
-
-// Named reports whether sp is the Spec of a named limit.
-func (sp *Spec) Named() bool { return sp.named }
-
-// Matches reports whether sp is the Spec of l, that is, whether l is valid
-// and has the canonical form of the limit sp was computed from. It is exact
-// and costs a few comparisons, where l.Spec() validates and searches for the
-// quantum: stores that keep a Spec per state find a request's state by it
-// without keeping the Limit too. sp must come from Limit.Spec. For a named
-// limit, Matches compares neither name: the store compares them.
-func (sp *Spec) Matches(l Limit) bool {
-	// A valid l has the Spec of its canonical form, and the canonical form
-	// is fixed by the algorithm, rate, period and capacity: a Burst equal
-	// to the capacity, or 0 for a capacity equal to the rate. Every other
-	// Burst is another limit or invalid (a negative Burst, or a window's
-	// Burst other than 0 and the rate).
-	return sp.Algorithm == l.Algorithm && sp.R == l.Rate && sp.named == (l.Name != "") &&
-		int64(l.Period) == sp.P*sp.Q*int64(time.Microsecond) &&
-		(l.Burst == sp.C || l.Burst == 0 && l.Rate == sp.C)
-}
-
-// Spec validates the limit and returns its integer form. For the buckets and
-// SlidingWindowCounter the quantum is the smallest power of ten microseconds
-// that divides the period and keeps capacity*P within 2^50, so that no
-// product overflows a double's 53-bit mantissa; FixedWindow and
-// SlidingWindowLog form no such product and always count microseconds.
-func (l Limit) Spec() (Spec, error) {
+// Validate reports whether the limit can be enforced. Errors wrap
+// ErrInvalidLimit and say what is wrong.
+//
+// Within the bounds, a limit must also be computable exactly: time is
+// counted in quanta of a power of ten microseconds that divides the period,
+// and for the buckets and SlidingWindowCounter capacity × period in quanta
+// must stay within 2^50, so that every product the transitions form fits a
+// double's 53-bit mantissa and the Lua scripts of package remote decide
+// exactly as this package does.
+func (l Limit) Validate() error {
 	if !l.Algorithm.Valid() {
-		return Spec{}, fmt.Errorf("%w: unknown algorithm %d", ErrInvalidLimit, l.Algorithm)
+		return fmt.Errorf("%w: unknown algorithm %d", ErrInvalidLimit, l.Algorithm)
 	}
 	if l.Rate < 1 || l.Rate > MaxRate {
-		return Spec{}, fmt.Errorf("%w: rate %d out of range [1, %d]", ErrInvalidLimit, l.Rate, int64(MaxRate))
+		return fmt.Errorf("%w: rate %d out of range [1, %d]", ErrInvalidLimit, l.Rate, int64(MaxRate))
 	}
 	if l.Algorithm == SlidingWindowLog && l.Rate > MaxLogRate {
-		return Spec{}, fmt.Errorf("%w: rate %d above %d for SlidingWindowLog, which stores one event per unit; use SlidingWindowCounter", ErrInvalidLimit, l.Rate, MaxLogRate)
+		return fmt.Errorf("%w: rate %d above %d for SlidingWindowLog, which stores one event per unit; use SlidingWindowCounter", ErrInvalidLimit, l.Rate, MaxLogRate)
 	}
 	if l.Period < time.Microsecond || l.Period > MaxPeriod {
-		return Spec{}, fmt.Errorf("%w: period %v out of range [1µs, %v]", ErrInvalidLimit, l.Period, MaxPeriod)
+		return fmt.Errorf("%w: period %v out of range [1µs, %v]", ErrInvalidLimit, l.Period, MaxPeriod)
 	}
 	if l.Period%time.Microsecond != 0 {
-		return Spec{}, fmt.Errorf("%w: period %v is not a whole number of microseconds", ErrInvalidLimit, l.Period)
+		return fmt.Errorf("%w: period %v is not a whole number of microseconds", ErrInvalidLimit, l.Period)
 	}
 	if l.Burst < 0 || l.Burst > MaxRate {
-		return Spec{}, fmt.Errorf("%w: burst %d out of range [0, %d]", ErrInvalidLimit, l.Burst, int64(MaxRate))
+		return fmt.Errorf("%w: burst %d out of range [0, %d]", ErrInvalidLimit, l.Burst, int64(MaxRate))
 	}
 	if !l.Algorithm.isBucket() && l.Burst != 0 && l.Burst != l.Rate {
-		return Spec{}, fmt.Errorf("%w: burst %d given for %v, which takes none", ErrInvalidLimit, l.Burst, l.Algorithm)
+		return fmt.Errorf("%w: burst %d given for %v, which takes none", ErrInvalidLimit, l.Burst, l.Algorithm)
 	}
 	if err := checkName(l.Name); err != nil {
-		return Spec{}, err
+		return err
 	}
 	c := l.Capacity()
 	p := l.Period.Microseconds()
-	s := Spec{Algorithm: l.Algorithm, Q: 1, P: p, R: l.Rate, C: c, named: l.Name != ""}
-	switch l.Algorithm {
-	case FixedWindow, SlidingWindowLog:
-		return s, nil // no product of a count and a period is formed
-	}
 	// Buckets: the time to fill from empty must fit a time.Duration.
 	if l.Algorithm.isBucket() {
 		hi, lo := bits.Mul64(uint64(c), uint64(p))
 		fhi, flo := bits.Mul64(uint64(l.Rate), uint64(MaxFill.Microseconds()))
 		if hi > fhi || (hi == fhi && lo > flo) {
-			return Spec{}, fmt.Errorf("%w: burst %d takes longer than %v to refill at %d/%v", ErrInvalidLimit, c, MaxFill, l.Rate, l.Period)
+			return fmt.Errorf("%w: burst %d takes longer than %v to refill at %d/%v", ErrInvalidLimit, c, MaxFill, l.Rate, l.Period)
 		}
 	}
-	for s.Q <= p {
-		if p%s.Q != 0 {
-			break
-		}
-		s.P = p / s.Q
-		if c <= maxScaled/s.P {
-			return s, nil
-		}
-		s.Q *= 10
+	if _, ok := l.spec(); !ok {
+		return fmt.Errorf("%w: %d per %v cannot be computed exactly (capacity × period too large); use a period of whole seconds or a smaller rate", ErrInvalidLimit, c, l.Period)
 	}
-	return Spec{}, fmt.Errorf("%w: %d per %v cannot be computed exactly (capacity × period too large); use a period of whole seconds or a smaller rate", ErrInvalidLimit, c, l.Period)
+	return nil
+}
+
+// spec returns the integer form of l, which must be valid but for its
+// exactness, and whether l is exact.
+func (l Limit) spec() (algo.Spec, bool) {
+	return algo.New(algo.ID(l.Algorithm), l.Rate, l.Period.Microseconds(), l.Capacity(), l.Name != "")
 }
 
 // checkName reports a Name that is too long, not UTF-8 or holds a control

@@ -1,31 +1,15 @@
 package limit
 
-// State is the state of one limit for one key. The zero State is a key never
-// seen (a full bucket, an empty window).
-//
-// Its fields are exported so that other stores can keep it; their meaning
-// depends on the algorithm. State is a value: a transition returns a new one.
-// For SlidingWindowLog the new State may reuse the event storage of the old
-// one, as append does, so keep only the returned State.
-type State struct {
-	// T is the time of the last charge, in microseconds since the Unix
-	// epoch; 0 means never.
-	T int64
-	// A is, for TokenBucket, the deficit (capacity minus tokens) and, for
-	// LeakyBucket, the queued work, both scaled by the period in quanta
-	// (Spec.P); for FixedWindow and SlidingWindowCounter the count in T's
-	// window; for SlidingWindowLog the number of events in Log.
-	A int64
-	// B is, for SlidingWindowCounter, the count in the window before T's.
-	B int64
-	// Log holds SlidingWindowLog's events, oldest first; events charged at
-	// the same microsecond share one Event.
-	Log []Event
-}
+import "github.com/hybridlimit/hybridlimit/internal/algo"
 
-// Event is N units charged by SlidingWindowLog at time T (microseconds since
-// the Unix epoch).
-type Event struct {
-	T int64
-	N int64
+// State is the state of one limit for one key, for [Take] and [TakeAll].
+// The zero State is a key never seen (a full bucket, an empty window).
+//
+// Its contents are not part of the API: they depend on the algorithm and
+// on the integer form of the limit, which may change. A State is a value:
+// a transition returns a new one. For SlidingWindowLog the new State may
+// reuse the event storage of the old one, as append does, so keep only the
+// returned State.
+type State struct {
+	s algo.State
 }

@@ -28,6 +28,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/hybridlimit/hybridlimit/internal/limitspec"
 	"github.com/hybridlimit/hybridlimit/limit"
 	"github.com/hybridlimit/hybridlimit/local"
 )
@@ -213,14 +214,15 @@ func BenchmarkAllowNewKeys(b *testing.B) {
 	})
 }
 
-// BenchmarkLimitSpec measures limit.Limit.Spec, which the Limiter computes
-// once per entry and caches rather than once per decision.
+// BenchmarkLimitSpec measures limitspec.Of (a limit's validation and its
+// integer form), which the Limiter computes once per entry and caches
+// rather than once per decision.
 func BenchmarkLimitSpec(b *testing.B) {
 	lims := []limit.Limit{limit.PerSecond(benchRate), limit.PerHour(100)}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if _, err := lims[i&1].Spec(); err != nil {
+		if _, err := limitspec.Of(lims[i&1]); err != nil {
 			b.Fatal(err)
 		}
 		i++

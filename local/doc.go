@@ -24,17 +24,18 @@
 // limit, a limit given twice, a cost below 1 or above a limit's capacity),
 // which consumes nothing.
 //
-// The decisions are package limit's transitions, exactly: the same request
-// sequence gives the same Decisions here, in package limit and (within a
-// millisecond) on Redis, as the shared conformance vectors check.
+// The decisions are package limit's, exactly: a Limiter runs the
+// transitions limit.Take runs, so the same request sequence gives the same
+// Decisions here, from limit.Take and (within a millisecond) on Redis, as
+// the shared conformance vectors check.
 //
 // # Storage
 //
 // A Limiter keeps one entry per (key, limit) pair: the limit's state for that
-// key and its integer form, limit.Spec, computed once when the entry is
-// created, by which the entry is found (limit.Spec.Matches). Entries are
-// spread over Config.Shards shards by a hash of the key (hash/maphash, seeded
-// per Limiter), each with its own mutex and index, so the limits of one key
+// key and the limit's integer form (time quantum, period, rate, capacity),
+// computed once when the entry is created, by which the entry is found.
+// Entries are spread over Config.Shards shards by a hash of the key
+// (hash/maphash, seeded per Limiter), each with its own mutex and index, so the limits of one key
 // share a shard and one lock, and different keys rarely contend. A shard's
 // index (open addressing by the key's hash) holds the first of the key's
 // entries, which are chained. An entry is 192 bytes, keys of up to 64 bytes

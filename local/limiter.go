@@ -6,6 +6,8 @@ import (
 	"hash/maphash"
 	"time"
 
+	"github.com/hybridlimit/hybridlimit/internal/algo"
+	"github.com/hybridlimit/hybridlimit/internal/limitspec"
 	"github.com/hybridlimit/hybridlimit/limit"
 )
 
@@ -129,7 +131,7 @@ func (l *Limiter) allowAt(key string, nowUS, cost int64, limits []limit.Limit) (
 		sh.mu.Unlock()
 		return limit.Decision{}, 0, l.badRequest(sh, limits, bad, cost, err)
 	}
-	b = limit.TakeSpecsTo(&d, g.states, g.specs, nowUS, cost)
+	b = algo.TakeSpecsTo(limitspec.Decision(&d), g.states, g.specs, nowUS, cost)
 	sh.settle(&g, d.Allowed, nowUS)
 	sh.mu.Unlock()
 	return d, b, nil
@@ -137,12 +139,12 @@ func (l *Limiter) allowAt(key string, nowUS, cost int64, limits []limit.Limit) (
 
 // allowOne decides a request with a valid key against a single limit, the
 // common case, into *d; the limit is the binding one. *d is written in place
-// rather than returned (see limit.Spec.TakeTo).
+// rather than returned (see algo.Spec.TakeTo).
 func (l *Limiter) allowOne(d *limit.Decision, sh *shard, h uint64, key string, nowUS, cost int64, lim *limit.Limit) error {
 	sh.mu.Lock()
 	e := sh.lookup(h, key, lim)
 	if e == nil || e.changed(lim) {
-		sp, err := lim.Spec()
+		sp, err := limitspec.Of(*lim)
 		if err != nil || cost < 1 || cost > sp.C {
 			sh.mu.Unlock()
 			return l.badRequest(sh, []limit.Limit{*lim}, 0, cost, err)
@@ -156,7 +158,7 @@ func (l *Limiter) allowOne(d *limit.Decision, sh *shard, h uint64, key string, n
 		sh.mu.Unlock()
 		return l.badRequest(sh, []limit.Limit{*lim}, 0, cost, nil)
 	}
-	e.spec.TakeTo(d, &e.state, nowUS, cost)
+	e.spec.TakeTo(limitspec.Decision(d), &e.state, nowUS, cost)
 	e.used = nowUS
 	sh.last, sh.lastHash = e, h
 	sh.mu.Unlock()
@@ -192,7 +194,9 @@ func (l *Limiter) LeaseAt(key string, now time.Time, want int64, limits ...limit
 		sh.mu.Unlock()
 		return 0, limit.Decision{}, 0, l.badRequest(sh, limits, bad, want, err)
 	}
-	granted, d, b = limit.LeaseSpecs(g.states, g.specs, nowUS, want)
+	var ad algo.Decision
+	granted, ad, b = algo.LeaseSpecs(g.states, g.specs, nowUS, want)
+	d = limit.Decision(ad)
 	sh.settle(&g, granted > 0, nowUS)
 	sh.mu.Unlock()
 	return granted, d, b, nil
@@ -216,7 +220,7 @@ func (l *Limiter) Peek(key string, limits ...limit.Limit) (limit.Decision, int, 
 		return limit.Decision{}, 0, l.badRequest(sh, limits, bad, 1, err)
 	}
 	var d limit.Decision
-	b := limit.PeekSpecs(&d, g.states, g.specs, nowUS, 1)
+	b := algo.PeekSpecs(limitspec.Decision(&d), g.states, g.specs, nowUS, 1)
 	sh.settle(&g, false, nowUS) // entries it inserted go again
 	sh.mu.Unlock()
 	return d, b, nil
@@ -238,8 +242,8 @@ func (l *Limiter) Refund(key string, units int64, limits ...limit.Limit) {
 	sh.mu.Lock()
 	for i := range limits {
 		if e := sh.lookup(h, key, &limits[i]); e != nil && !e.changed(&limits[i]) {
-			st := [1]*limit.State{&e.state}
-			limit.RefundSpecs(st[:], []limit.Spec{e.spec}, nowUS, units)
+			st := [1]*algo.State{&e.state}
+			algo.RefundSpecs(st[:], []algo.Spec{e.spec}, nowUS, units)
 			e.used = nowUS
 		}
 	}
@@ -276,8 +280,8 @@ func (l *Limiter) GiveBack(key string, leaseAt time.Time, units int64, limits ..
 	sh.mu.Lock()
 	for i := range limits {
 		if e := sh.lookup(h, key, &limits[i]); e != nil && !e.changed(&limits[i]) {
-			st := [1]*limit.State{&e.state}
-			limit.GiveBackSpecs(st[:], []limit.Spec{e.spec}, nowUS, leaseUS, units)
+			st := [1]*algo.State{&e.state}
+			algo.GiveBackSpecs(st[:], []algo.Spec{e.spec}, nowUS, leaseUS, units)
 			e.used = nowUS
 		}
 	}
@@ -333,7 +337,7 @@ func checkRequest(key string, limits []limit.Limit) error {
 }
 
 // badRequest builds the error for a request refused under the lock: the
-// limit at index bad is invalid (err from limit.Spec) or cost is out of its
+// limit at index bad is invalid (err from limit.Limit.Validate) or cost is out of its
 // range (err nil); or there were bad limits, more than the shard holds (err
 // is ErrTooManyLimits).
 func (l *Limiter) badRequest(sh *shard, limits []limit.Limit, bad int, cost int64, err error) error {

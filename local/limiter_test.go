@@ -2,7 +2,6 @@ package local
 
 import (
 	"errors"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -653,62 +652,6 @@ func TestManyLimits(t *testing.T) {
 	}
 	if got := l.Len(); got != len(limits) {
 		t.Fatalf("Len() = %d, want %d", got, len(limits))
-	}
-}
-
-// TestIdleAtMatchesFresh checks idleAt against package limit: from the
-// instant it returns, a state decides every request exactly as a fresh one.
-func TestIdleAtMatchesFresh(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for range 200 {
-		checkIdleAt(t, r.Uint64())
-	}
-}
-
-func FuzzIdleAt(f *testing.F) {
-	for _, s := range []uint64{0, 1, 42, 1 << 40} {
-		f.Add(s)
-	}
-	f.Fuzz(checkIdleAt)
-}
-
-// checkIdleAt plays a random sequence of requests against one random limit
-// and, after each, compares the state at its idle time (and a little later)
-// with a fresh one.
-func checkIdleAt(t *testing.T, seed uint64) {
-	r := rand.New(rand.NewPCG(seed, seed>>32))
-	periods := []time.Duration{time.Microsecond, 7 * time.Microsecond, time.Millisecond, 1500 * time.Millisecond, time.Second, time.Minute}
-	lim := limit.Limit{
-		Algorithm: limit.Algorithm(r.IntN(5)),
-		Rate:      1 + r.Int64N(50),
-		Period:    periods[r.IntN(len(periods))],
-	}
-	if lim.Algorithm == limit.TokenBucket || lim.Algorithm == limit.LeakyBucket {
-		lim.Burst = r.Int64N(60)
-	}
-	sp, err := lim.Spec()
-	if err != nil {
-		return
-	}
-	var s limit.State
-	now := t0.UnixMicro() + r.Int64N(int64(lim.Period/time.Microsecond))
-	for range 20 {
-		now += r.Int64N(2 * int64(lim.Period/time.Microsecond))
-		cost := 1 + r.Int64N(sp.C)
-		sp.Take(&s, now, cost)
-		idle := idleAt(sp, &s)
-		if idle == 0 {
-			continue
-		}
-		for _, at := range []int64{idle, idle + 1 + r.Int64N(3*int64(lim.Period/time.Microsecond))} {
-			c := 1 + r.Int64N(sp.C)
-			kept := s
-			kept.Log = append([]limit.Event(nil), s.Log...)
-			var fresh limit.State
-			if got, want := sp.Take(&kept, at, c), sp.Take(&fresh, at, c); got != want {
-				t.Fatalf("%v: state %+v at its idle time %d (+%d) decides %d as %+v, a fresh state as %+v", lim, s, idle, at-idle, c, got, want)
-			}
-		}
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/hybridlimit/hybridlimit/internal/algo"
+	"github.com/hybridlimit/hybridlimit/internal/limitspec"
 	"github.com/hybridlimit/hybridlimit/limit"
 )
 
@@ -34,13 +36,13 @@ const (
 // and the start of a short key's bytes in the second. Entries are 192 bytes,
 // a size class the Go allocator keeps 64-byte aligned, so those are exactly
 // two lines (TestEntryLayout). The entry keeps the limit's Spec rather than
-// the Limit: the Spec identifies the limit (limit.Spec.Matches) and is what
+// the Limit: the Spec identifies the limit (algo.Spec.Matches) and is what
 // a decision computes with.
 type entry struct {
-	spec  limit.Spec  // the limit's integer form, computed once at insert
-	key   string      // the key: in buf, or a copy of a longer one
-	used  int64       // µs of the last request that touched the entry
-	state limit.State // the limit's state for the key
+	spec  algo.Spec  // the limit's integer form, computed once at insert
+	key   string     // the key: in buf, or a copy of a longer one
+	used  int64      // µs of the last request that touched the entry
+	state algo.State // the limit's state for the key
 	buf   [inlineKey]byte
 	h     uint64 // the key's hash: the entry's chain in its shard's index
 	next  *entry // the next entry of the same hash, or nil
@@ -68,7 +70,7 @@ func newEntry(key string) *entry {
 // would decide exactly as a fresh state, so it may be dropped. The instant is
 // computed from the state when needed (on inserts and sweeps) rather than
 // stored at every charge, which keeps a division off every decision.
-func (e *entry) expired(nowUS int64) bool { return nowUS >= idleAt(e.spec, &e.state) }
+func (e *entry) expired(nowUS int64) bool { return nowUS >= e.spec.IdleAt(&e.state) }
 
 // retired reports whether the entry has been expired at nowUS for a minute or
 // one period of its limit, whichever is longer. The cleanup done on inserts
@@ -76,46 +78,8 @@ func (e *entry) expired(nowUS int64) bool { return nowUS >= idleAt(e.spec, &e.st
 // without this slack, a generous limit (whose entries expire soon after each
 // request) would make most decisions insert their entry again.
 func (e *entry) retired(nowUS int64) bool {
-	idle := idleAt(e.spec, &e.state)
+	idle := e.spec.IdleAt(&e.state)
 	return nowUS >= idle && nowUS-idle >= max(e.spec.P*e.spec.Q, retainMin)
-}
-
-// idleAt returns the first instant, in microseconds since the Unix epoch, from
-// which s decides every request exactly as the zero State would, as long as
-// the clock does not go back before it:
-//
-//   - TokenBucket, LeakyBucket: when the deficit (or queue) has drained;
-//   - FixedWindow: the end of the charged window;
-//   - SlidingWindowCounter: the end of the window after the charged one, since
-//     the charged window still weighs on the next one;
-//   - SlidingWindowLog: when the newest event leaves the window.
-//
-// It is exact, not a bound: TestIdleAtMatchesFresh checks it against package
-// limit. Every time in a State is positive, so plain division floors.
-func idleAt(sp limit.Spec, s *limit.State) int64 {
-	switch sp.Algorithm {
-	case limit.TokenBucket, limit.LeakyBucket:
-		if s.T == 0 || s.A <= 0 {
-			return 0
-		}
-		return (s.T/sp.Q + (s.A+sp.R-1)/sp.R) * sp.Q
-	case limit.FixedWindow:
-		if s.T == 0 {
-			return 0
-		}
-		return (s.T/sp.P + 1) * sp.P
-	case limit.SlidingWindowCounter:
-		if s.T == 0 {
-			return 0
-		}
-		return (s.T/sp.Q/sp.P + 2) * sp.P * sp.Q
-	case limit.SlidingWindowLog:
-		if len(s.Log) == 0 {
-			return 0
-		}
-		return s.Log[len(s.Log)-1].T + sp.P
-	}
-	return math.MaxInt64
 }
 
 // shard is one lock's worth of entries. All the limits of one key live in the
@@ -147,20 +111,20 @@ type shard struct {
 // changed).
 func (e *entry) is(key string, lim *limit.Limit) bool {
 	if lim.Name == "" {
-		return e.spec.Matches(*lim) && e.key == key
+		return limitspec.Matches(&e.spec, lim) && e.key == key
 	}
-	return e.spec.Named() && e.spec.Algorithm == lim.Algorithm && e.key == key && e.name == lim.Name
+	return e.spec.Named && e.spec.Algorithm == algo.ID(lim.Algorithm) && e.key == key && e.name == lim.Name
 }
 
 // changed reports whether e, found for lim, was written for another limit
 // of lim's name.
 func (e *entry) changed(lim *limit.Limit) bool {
-	return lim.Name != "" && !e.spec.Matches(*lim)
+	return lim.Name != "" && !limitspec.Matches(&e.spec, lim)
 }
 
 // convert makes e's state that of sp, a named limit that changed, at nowUS
-// (limit.Spec.Convert).
-func (e *entry) convert(sp limit.Spec, nowUS int64) {
+// (algo.Spec.Convert).
+func (e *entry) convert(sp algo.Spec, nowUS int64) {
 	sp.Convert(&e.spec, &e.state, nowUS)
 	e.spec = sp
 }
@@ -214,8 +178,8 @@ func (sh *shard) drop(head, e *entry) {
 // append, so that it stays on the caller's stack.
 type group struct {
 	entries []*entry
-	states  []*limit.State
-	specs   []limit.Spec
+	states  []*algo.State
+	specs   []algo.Spec
 	fresh   []bool // inserted by this request
 }
 
@@ -223,15 +187,15 @@ type group struct {
 // on the stack of the function deciding the request.
 type groupBuf struct {
 	entries [maxLimits]*entry
-	states  [maxLimits]*limit.State
-	specs   [maxLimits]limit.Spec
+	states  [maxLimits]*algo.State
+	specs   [maxLimits]algo.Spec
 	fresh   [maxLimits]bool
 }
 
 // group returns an empty group for n limits, in b when they fit.
 func (b *groupBuf) group(n int) group {
 	if n > maxLimits {
-		return group{entries: make([]*entry, n), states: make([]*limit.State, n), specs: make([]limit.Spec, n), fresh: make([]bool, n)}
+		return group{entries: make([]*entry, n), states: make([]*algo.State, n), specs: make([]algo.Spec, n), fresh: make([]bool, n)}
 	}
 	return group{entries: b.entries[:n], states: b.states[:n], specs: b.specs[:n], fresh: b.fresh[:n]}
 }
@@ -254,20 +218,20 @@ func (g *group) holds(e *entry) bool {
 // order, then cost against it: at least 1, and at most its capacity when
 // capped. It does so before it inserts anything, so bad input changes
 // nothing, and then returns the index of the offending limit and, for an
-// invalid limit, the error of limit.Spec, or the number of limits and
+// invalid limit, the error of algo.Spec, or the number of limits and
 // ErrTooManyLimits when they cannot all fit in the shard. It returns -1, nil
 // when g is ready. Called with sh.mu held.
 func (sh *shard) gather(g *group, h uint64, key string, limits []limit.Limit, cost int64, capped bool, nowUS int64) (int, error) {
 	head := sh.m.get(h)
 	missing, changed := false, false
 	for i := range limits {
-		var sp limit.Spec
+		var sp algo.Spec
 		e := find(head, key, &limits[i])
 		if e != nil && !e.changed(&limits[i]) {
 			sp = e.spec
 		} else {
 			var err error
-			if sp, err = limits[i].Spec(); err != nil {
+			if sp, err = limitspec.Of(limits[i]); err != nil {
 				return i, err
 			}
 			missing = missing || e == nil
@@ -318,7 +282,7 @@ func (sh *shard) settle(g *group, charged bool, nowUS int64) {
 // key's chain, first making room when the shard is full (and tidying a little
 // when it is not). Entries in g (which may be nil) are never dropped. Called
 // with sh.mu held.
-func (sh *shard) insert(g *group, h uint64, key string, lim *limit.Limit, sp limit.Spec, nowUS int64) *entry {
+func (sh *shard) insert(g *group, h uint64, key string, lim *limit.Limit, sp algo.Spec, nowUS int64) *entry {
 	if sh.n >= sh.cap {
 		sh.evict(g, nowUS)
 	} else {

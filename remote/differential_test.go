@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybridlimit/hybridlimit/internal/algo"
 	"github.com/hybridlimit/hybridlimit/internal/conformance"
+	"github.com/hybridlimit/hybridlimit/internal/limitspec"
 	"github.com/hybridlimit/hybridlimit/limit"
 )
 
@@ -47,28 +49,29 @@ type refKey struct {
 
 // refState is a state and the Spec it was written for.
 type refState struct {
-	spec limit.Spec
-	st   limit.State
+	spec algo.Spec
+	st   algo.State
 }
 
-// reference is package limit keeping state the way Redis does: one state
-// per (key, limit), whatever set it is charged through; for a named limit
-// one per (key, name, algorithm), converted (limit.Spec.Convert) when a
+// reference is the transitions of package limit (internal/algo) keeping
+// state the way Redis does: one state per (key, limit), whatever set it is
+// charged through; for a named limit one per (key, name, algorithm),
+// converted (algo.Spec.Convert) when a
 // set with another limit of the name meets it.
 type reference map[refKey]*refState
 
 // states returns the states and specs of limits for key at nowUS. A named
 // state written for another limit is converted when convert is set, and
 // otherwise left out (GiveBack skips it).
-func (r reference) states(key string, limits []limit.Limit, nowUS int64, convert bool) ([]*limit.State, []limit.Spec) {
-	var st []*limit.State
-	var sps []limit.Spec
+func (r reference) states(key string, limits []limit.Limit, nowUS int64, convert bool) ([]*algo.State, []algo.Spec) {
+	var st []*algo.State
+	var sps []algo.Spec
 	for _, l := range limits {
 		id := l
 		if l.Name != "" {
 			id = limit.Limit{Algorithm: l.Algorithm, Name: l.Name}
 		}
-		sp, _ := l.Spec()
+		sp := limitspec.Valid(l)
 		k := refKey{key, id}
 		rs := r[k]
 		if rs == nil {
@@ -96,10 +99,9 @@ type heldLease struct {
 }
 
 // runDifferential drives random decisions, leases, give-backs, peeks,
-// refunds and resets through s
-// and through package limit, and requires identical answers. back allows
-// the clock to step backwards, by a little and by an hour, and forward by
-// an hour.
+// refunds and resets through s and through the transitions of package
+// limit, and requires identical answers. back allows the clock to step
+// backwards, by a little and by an hour, and forward by an hour.
 func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back bool) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 7))
@@ -145,7 +147,8 @@ func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back
 				continue
 			}
 			states, specs := ref.states(key, limits, now.UnixMicro(), true)
-			want, wb := limit.TakeSpecs(states, specs, now.UnixMicro(), cost)
+			var want limit.Decision
+			wb := algo.TakeSpecsTo(limitspec.Decision(&want), states, specs, now.UnixMicro(), cost)
 			if err != nil || got != want || gb != wb {
 				t.Fatalf("op %d at %v: Decide(%s, %d, set %d) = %+v binding %d, %v; want %+v binding %d",
 					op, now.Sub(conformance.Base), key, cost, set, got, gb, err, want, wb)
@@ -157,7 +160,8 @@ func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back
 				t.Fatalf("op %d: Lease(%s, %d, set %d) error = %v", op, key, want, set, err)
 			}
 			states, specs := ref.states(key, limits, now.UnixMicro(), true)
-			g, d, _ := limit.LeaseSpecs(states, specs, now.UnixMicro(), want)
+			g, ad, _ := algo.LeaseSpecs(states, specs, now.UnixMicro(), want)
+			d := limit.Decision(ad)
 			if got.Granted != g || got.Decision != d || got.At != now.UnixMicro() {
 				t.Fatalf("op %d at %v: Lease(%s, %d, set %d) = %+v, want granted %d %+v at %d",
 					op, now.Sub(conformance.Base), key, want, set, got, g, d, now.UnixMicro())
@@ -169,7 +173,7 @@ func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back
 			got, err := s.peek(ctx, key, limits...)
 			states, specs := ref.states(key, limits, now.UnixMicro(), true)
 			var want limit.Decision
-			wb := limit.PeekSpecs(&want, states, specs, now.UnixMicro(), 1)
+			wb := algo.PeekSpecs(limitspec.Decision(&want), states, specs, now.UnixMicro(), 1)
 			if err != nil || got.Decision != want || got.Binding != wb {
 				t.Fatalf("op %d at %v: Peek(%s, set %d) = %+v, %v; want %+v binding %d",
 					op, now.Sub(conformance.Base), key, set, got, err, want, wb)
@@ -180,7 +184,7 @@ func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back
 				t.Fatalf("op %d: Refund error = %v", op, err)
 			}
 			if st, sp := ref.states(key, limits, now.UnixMicro(), false); len(st) > 0 {
-				limit.RefundSpecs(st, sp, now.UnixMicro(), units)
+				algo.RefundSpecs(st, sp, now.UnixMicro(), units)
 			}
 		case x == 12 && rng.IntN(4) == 0:
 			if err := s.reset(ctx, key, limits...); err != nil {
@@ -205,7 +209,7 @@ func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back
 				t.Fatalf("op %d: GiveBack error = %v", op, err)
 			}
 			if st, sp := ref.states(l.key, limitSets[l.set], now.UnixMicro(), false); len(st) > 0 {
-				limit.GiveBackSpecs(st, sp, now.UnixMicro(), l.at, units)
+				algo.GiveBackSpecs(st, sp, now.UnixMicro(), l.at, units)
 			}
 		}
 	}

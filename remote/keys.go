@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hybridlimit/hybridlimit/internal/algo"
 	"github.com/hybridlimit/hybridlimit/limit"
 )
 
@@ -20,12 +21,12 @@ const DefaultPrefix = "rl:"
 func appendSuffix(b []byte, l limit.Limit) []byte {
 	if l.Name != "" {
 		b = append(b, "}:@"...)
-		b = append(b, l.Algorithm.Code()...)
+		b = append(b, algo.ID(l.Algorithm).Code()...)
 		b = append(b, ':')
 		return append(b, l.Name...)
 	}
 	b = append(b, "}:"...)
-	b = append(b, l.Algorithm.Code()...)
+	b = append(b, algo.ID(l.Algorithm).Code()...)
 	b = append(b, ':')
 	b = strconv.AppendInt(b, l.Rate, 10)
 	b = append(b, ':')

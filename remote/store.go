@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hybridlimit/hybridlimit/internal/limitspec"
 	"github.com/hybridlimit/hybridlimit/limit"
 )
 
@@ -221,9 +222,9 @@ func (s *Store) specArgs(l limit.Limit) []any {
 	if c := s.lastArgs.Load(); c != nil && c.l == l {
 		return c.args[:]
 	}
-	sp, _ := l.Spec() // validated by check
+	sp := limitspec.Valid(l) // validated by check
 	alg := int(sp.Algorithm)
-	if sp.Named() {
+	if sp.Named {
 		alg += namedFlag
 	}
 	c := &boxedSpec{l: l, args: [5]any{alg, sp.Q, sp.P, sp.R, sp.C}}

@@ -9,7 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hybridlimit/hybridlimit/internal/algo"
 	"github.com/hybridlimit/hybridlimit/internal/conformance"
+	"github.com/hybridlimit/hybridlimit/internal/limitspec"
 	"github.com/hybridlimit/hybridlimit/internal/redistest"
 	"github.com/hybridlimit/hybridlimit/limit"
 )
@@ -491,26 +493,28 @@ func TestRefundRemovesNewestEvents(t *testing.T) {
 			ctx := context.Background()
 			l := limit.Limit{Algorithm: limit.SlidingWindowLog, Rate: 3, Period: time.Second}
 			base := conformance.Base
-			var st limit.State
-			sp, _ := l.Spec()
+			var st algo.State
+			sp := limitspec.Valid(l)
 			for _, ms := range []int{0, 100, 200} {
 				c.set(t, base.Add(time.Duration(ms)*time.Millisecond))
 				if d, _, err := s.decide(ctx, "k", 1, l); err != nil || !d.Allowed {
 					t.Fatalf("decide at %d ms = %+v, %v", ms, d, err)
 				}
-				sp.Take(&st, base.Add(time.Duration(ms)*time.Millisecond).UnixMicro(), 1)
+				var ref algo.Decision
+				sp.TakeTo(&ref, &st, base.Add(time.Duration(ms)*time.Millisecond).UnixMicro(), 1)
 			}
 			if err := s.refund(ctx, "k", 1, l); err != nil {
 				t.Fatal(err)
 			}
-			limit.RefundSpecs([]*limit.State{&st}, []limit.Spec{sp}, base.Add(200*time.Millisecond).UnixMicro(), 1)
+			algo.RefundSpecs([]*algo.State{&st}, []algo.Spec{sp}, base.Add(200*time.Millisecond).UnixMicro(), 1)
 			at := base.Add(300 * time.Millisecond)
 			c.set(t, at)
 			for i, wantAllowed := range []bool{true, false} {
 				d, _, err := s.decide(ctx, "k", 1, l)
-				ref := sp.Take(&st, at.UnixMicro(), 1)
+				var ref limit.Decision
+				sp.TakeTo(limitspec.Decision(&ref), &st, at.UnixMicro(), 1)
 				if err != nil || d.Allowed != wantAllowed || d != ref {
-					t.Fatalf("request %d at 300 ms = %+v, %v; want allowed %v, as package limit says: %+v", i, d, err, wantAllowed, ref)
+					t.Fatalf("request %d at 300 ms = %+v, %v; want allowed %v, as the transitions say: %+v", i, d, err, wantAllowed, ref)
 				}
 				if !wantAllowed && d.RetryAfter != 700*time.Millisecond {
 					t.Fatalf("RetryAfter = %v, want 700ms (the oldest event leaves at 1 s)", d.RetryAfter)

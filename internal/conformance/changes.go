@@ -11,7 +11,7 @@ func named(n string, l limit.Limit) limit.Limit {
 // changes are the vectors of a limit that changes between two requests, as a
 // reload of a rules file changes it. A named limit keeps its state: the
 // units in use at the change stay in use, charged afresh at the change and
-// at most the new capacity (limit.Convert). An unnamed limit that changes is
+// at most the new capacity (algo.Spec.Convert). An unnamed limit that changes is
 // another limit, whose state starts full.
 var changes = []Vector{
 	{

@@ -1,4 +1,4 @@
-package limit_test
+package algo_test
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybridlimit/hybridlimit/internal/algo"
+	"github.com/hybridlimit/hybridlimit/internal/limitspec"
 	"github.com/hybridlimit/hybridlimit/limit"
 )
 
@@ -77,10 +79,10 @@ func isBucket(a limit.Algorithm) bool { return a == limit.TokenBucket || a == li
 // checkTake decides one request with limit.Take, checks every invariant the
 // semantics guarantee, and returns the state to continue from and the
 // decision.
-func checkTake(t *testing.T, s limit.State, l limit.Limit, sp limit.Spec, now time.Time, cost int64) (limit.State, limit.Decision) {
+func checkTake(t *testing.T, s algo.State, l limit.Limit, sp algo.Spec, now time.Time, cost int64) (algo.State, limit.Decision) {
 	t.Helper()
 	c := l.Capacity()
-	next, d, err := limit.Take(clone(s), l, now, cost)
+	next, d, err := take(clone(s), l, now, cost)
 	at := now.Sub(base)
 	switch {
 	case cost < 1 || cost > c:
@@ -149,12 +151,12 @@ func checkTake(t *testing.T, s limit.State, l limit.Limit, sp limit.Spec, now ti
 		fit += cost
 	}
 	if fit >= 1 {
-		if _, d2, err := limit.Take(clone(s), l, now, fit); err != nil || !d2.Allowed || d2.Remaining != 0 {
+		if _, d2, err := take(clone(s), l, now, fit); err != nil || !d2.Allowed || d2.Remaining != 0 {
 			t.Fatalf("Take(%v, at %v, cost %d) = %+v, but Take(cost %d) on the same state = %+v, %v, want allowed with Remaining 0", l, at, cost, d, fit, d2, err)
 		}
 	}
 	if fit+1 <= c {
-		if _, d2, err := limit.Take(clone(s), l, now, fit+1); err != nil || d2.Allowed {
+		if _, d2, err := take(clone(s), l, now, fit+1); err != nil || d2.Allowed {
 			t.Fatalf("Take(%v, at %v, cost %d) = %+v, but Take(cost %d) on the same state = %+v, %v, want denied", l, at, cost, d, fit+1, d2, err)
 		}
 	}
@@ -165,10 +167,10 @@ func checkTake(t *testing.T, s limit.State, l limit.Limit, sp limit.Spec, now ti
 		// After RetryAfter, with nothing else charged, the same request is
 		// admitted by the state the denial returned, and not a microsecond
 		// earlier.
-		if _, d2, _ := limit.Take(clone(next), l, now.Add(d.RetryAfter), cost); !d2.Allowed {
+		if _, d2, _ := take(clone(next), l, now.Add(d.RetryAfter), cost); !d2.Allowed {
 			t.Fatalf("Take(%v, at %v, cost %d) = %+v, but at +RetryAfter = %+v, want allowed", l, at, cost, d, d2)
 		}
-		if _, d2, _ := limit.Take(clone(next), l, now.Add(d.RetryAfter-µs), cost); d2.Allowed {
+		if _, d2, _ := take(clone(next), l, now.Add(d.RetryAfter-µs), cost); d2.Allowed {
 			t.Fatalf("Take(%v, at %v, cost %d) = %+v, but at +RetryAfter-1µs = %+v, want denied", l, at, cost, d, d2)
 		}
 	}
@@ -181,7 +183,7 @@ func checkTake(t *testing.T, s limit.State, l limit.Limit, sp limit.Spec, now ti
 
 // fillTime is the time a bucket takes to fill from empty, rounded up to a
 // quantum.
-func fillTime(sp limit.Spec) time.Duration {
+func fillTime(sp algo.Spec) time.Duration {
 	fill := (sp.C*sp.P + sp.R - 1) / sp.R // C*P <= 2^50: no overflow
 	return time.Duration(fill*sp.Q) * µs
 }
@@ -192,10 +194,10 @@ func fillTime(sp limit.Spec) time.Duration {
 // capacity is empty as of now; a window whose time (the log: whose newest
 // event) is more than a period ahead of now is moved to now, its counts
 // kept (the log's events after now become one event at now).
-func rebased(s limit.State, sp limit.Spec, now time.Time) limit.State {
+func rebased(s algo.State, sp algo.Spec, now time.Time) algo.State {
 	s = clone(s)
 	n := max(now.UnixMicro(), 1)
-	switch sp.Algorithm {
+	switch limit.Algorithm(sp.Algorithm) {
 	case limit.TokenBucket, limit.LeakyBucket:
 		if s.T == 0 || s.A <= 0 || s.T/sp.Q <= n/sp.Q {
 			return s
@@ -212,7 +214,7 @@ func rebased(s limit.State, sp limit.Spec, now time.Time) limit.State {
 		if len(s.Log) == 0 || s.Log[len(s.Log)-1].T-n <= sp.P {
 			return s
 		}
-		var kept []limit.Event
+		var kept []algo.Event
 		var moved int64
 		for _, ev := range s.Log {
 			if ev.T > n {
@@ -224,7 +226,7 @@ func rebased(s limit.State, sp limit.Spec, now time.Time) limit.State {
 		if k := len(kept); k > 0 && kept[k-1].T == n {
 			kept[k-1].N += moved
 		} else {
-			kept = append(kept, limit.Event{T: n, N: moved})
+			kept = append(kept, algo.Event{T: n, N: moved})
 		}
 		s.Log, s.T = kept, n
 	}
@@ -233,9 +235,9 @@ func rebased(s limit.State, sp limit.Spec, now time.Time) limit.State {
 
 // ahead is how far a window's state (already rebased) lies after now: the
 // time of its last charge, or its newest event, less now; 0 for a bucket.
-func ahead(s limit.State, sp limit.Spec, now time.Time) time.Duration {
+func ahead(s algo.State, sp algo.Spec, now time.Time) time.Duration {
 	var t int64
-	switch sp.Algorithm {
+	switch limit.Algorithm(sp.Algorithm) {
 	case limit.FixedWindow, limit.SlidingWindowCounter:
 		t = s.T
 	case limit.SlidingWindowLog:
@@ -274,16 +276,16 @@ func FuzzTransition(f *testing.F) {
 			return
 		}
 		l := limit.Limit{Algorithm: limit.Algorithm(alg), Rate: rate, Period: time.Duration(periodUS) * µs, Burst: burst}
-		sp, err := l.Spec()
+		sp, err := limitspec.Of(l)
 		if err != nil {
 			if !errors.Is(err, limit.ErrInvalidLimit) {
-				t.Fatalf("%v.Spec() error = %v, want %v", l, err, limit.ErrInvalidLimit)
+				t.Fatalf("limitspec.Of(%v) error = %v, want %v", l, err, limit.ErrInvalidLimit)
 			}
 			return
 		}
 		const span = 50 * 365 * 24 * time.Hour
 		now := advance(base, time.Duration(start%int64(span/µs))*µs)
-		var s limit.State
+		var s algo.State
 		for _, st := range decodeSteps(data, l.Period, l.Capacity()) {
 			now = advance(now, st.dt)
 			s, _ = checkTake(t, s, l, sp, now, st.cost)
@@ -366,7 +368,7 @@ func FuzzTakeAll(f *testing.F) {
 			return
 		}
 		c, p := minCapPeriod(limits)
-		states := make([]limit.State, len(limits))
+		states := make([]algo.State, len(limits))
 		for _, st := range decodeSteps(rest, p, c) {
 			now = advance(now, st.dt)
 			checkTakeAll(t, states, limits, now, st.cost)
@@ -376,7 +378,7 @@ func FuzzTakeAll(f *testing.F) {
 
 // checkTakeAll decides one request with TakeAll, compares it with Take on
 // each limit alone, and leaves the new states in states.
-func checkTakeAll(t *testing.T, states []limit.State, limits []limit.Limit, now time.Time, cost int64) {
+func checkTakeAll(t *testing.T, states []algo.State, limits []limit.Limit, now time.Time, cost int64) {
 	t.Helper()
 	before := cloneAll(states)
 	at := now.Sub(base)
@@ -388,9 +390,9 @@ func checkTakeAll(t *testing.T, states []limit.State, limits []limit.Limit, now 
 		if wantErr != nil {
 			break
 		}
-		_, _, wantErr = limit.Take(limit.State{}, l, now, cost)
+		_, _, wantErr = take(algo.State{}, l, now, cost)
 	}
-	d, b, err := limit.TakeAll(states, limits, now, cost)
+	d, b, err := takeAll(states, limits, now, cost)
 	if wantErr != nil || err != nil {
 		if err == nil || wantErr == nil || err.Error() != wantErr.Error() {
 			t.Fatalf("TakeAll(%v, at %v, cost %d) error = %v, want %v", limits, at, cost, err, wantErr)
@@ -402,11 +404,11 @@ func checkTakeAll(t *testing.T, states []limit.State, limits []limit.Limit, now 
 	}
 
 	alone := make([]limit.Decision, len(limits))
-	nexts := make([]limit.State, len(limits))
+	nexts := make([]algo.State, len(limits))
 	all := true
 	for i, l := range limits {
 		var e error
-		nexts[i], alone[i], e = limit.Take(clone(before[i]), l, now, cost)
+		nexts[i], alone[i], e = take(clone(before[i]), l, now, cost)
 		if e != nil {
 			t.Fatalf("TakeAll(%v, at %v, cost %d) succeeded, but Take on limit %d alone error = %v", limits, at, cost, i, e)
 		}
@@ -463,16 +465,16 @@ func FuzzLease(f *testing.F) {
 		if limit.CheckDistinct(limits) != nil {
 			return // TakeAll rejects it; FuzzTakeAll checks that
 		}
-		specs := make([]limit.Spec, len(limits))
+		specs := make([]algo.Spec, len(limits))
 		for i, l := range limits {
-			sp, err := l.Spec()
+			sp, err := limitspec.Of(l)
 			if err != nil {
 				return
 			}
 			specs[i] = sp
 		}
 		c, p := minCapPeriod(limits)
-		states := make([]limit.State, len(limits))
+		states := make([]algo.State, len(limits))
 		leaseAt := now
 		for _, st := range decodeSteps(rest, p, c) {
 			now = advance(now, st.dt)
@@ -493,17 +495,17 @@ func FuzzLease(f *testing.F) {
 }
 
 // rebasedAll is rebased for each state of limits (all valid).
-func rebasedAll(states []limit.State, limits []limit.Limit, now time.Time) []limit.State {
-	out := make([]limit.State, len(states))
+func rebasedAll(states []algo.State, limits []limit.Limit, now time.Time) []algo.State {
+	out := make([]algo.State, len(states))
 	for i, l := range limits {
-		sp, _ := l.Spec()
+		sp, _ := limitspec.Of(l)
 		out[i] = rebased(states[i], sp, now)
 	}
 	return out
 }
 
 // availableAll returns what each limit admits at now.
-func availableAll(t *testing.T, states []limit.State, limits []limit.Limit, now time.Time) []int64 {
+func availableAll(t *testing.T, states []algo.State, limits []limit.Limit, now time.Time) []int64 {
 	t.Helper()
 	av := make([]int64, len(limits))
 	for i, l := range limits {
@@ -512,11 +514,11 @@ func availableAll(t *testing.T, states []limit.State, limits []limit.Limit, now 
 	return av
 }
 
-func checkLease(t *testing.T, states []limit.State, limits []limit.Limit, specs []limit.Spec, now time.Time, want int64) int64 {
+func checkLease(t *testing.T, states []algo.State, limits []limit.Limit, specs []algo.Spec, now time.Time, want int64) int64 {
 	t.Helper()
 	before := cloneAll(states)
 	av := availableAll(t, states, limits, now)
-	g, d, _ := limit.LeaseSpecs(ptrs(states), specs, now.UnixMicro(), want)
+	g, d, _ := leaseSpecs(ptrs(states), specs, now.UnixMicro(), want)
 	wantG := max(want, 0)
 	for _, a := range av {
 		wantG = min(wantG, a)
@@ -544,10 +546,10 @@ func checkLease(t *testing.T, states []limit.State, limits []limit.Limit, specs 
 	return g
 }
 
-func checkGiveBack(t *testing.T, states []limit.State, limits []limit.Limit, specs []limit.Spec, now, leaseAt time.Time, units int64) {
+func checkGiveBack(t *testing.T, states []algo.State, limits []limit.Limit, specs []algo.Spec, now, leaseAt time.Time, units int64) {
 	t.Helper()
 	av := availableAll(t, states, limits, now)
-	limit.GiveBackSpecs(ptrs(states), specs, now.UnixMicro(), leaseAt.UnixMicro(), units)
+	algo.GiveBackSpecs(ptrs(states), specs, now.UnixMicro(), leaseAt.UnixMicro(), units)
 	after := availableAll(t, states, limits, now)
 	for i, l := range limits {
 		hi := av[i]
@@ -592,43 +594,43 @@ func FuzzValidate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, alg uint8, rate, period, burst int64) {
 		l := limit.Limit{Algorithm: limit.Algorithm(alg), Rate: rate, Period: time.Duration(period), Burst: burst}
 		_ = l.String()
-		_ = l.Algorithm.String() + l.Algorithm.Code()
-		sp, err := l.Spec()
+		_ = l.Algorithm.String() + algo.ID(l.Algorithm).Code()
+		sp, err := limitspec.Of(l)
 		if verr := l.Validate(); (verr == nil) != (err == nil) {
 			t.Fatalf("%#v: Validate() = %v but Spec() error = %v", l, verr, err)
 		}
 		want := validOracle(l)
 		if err != nil {
-			if !errors.Is(err, limit.ErrInvalidLimit) || sp != (limit.Spec{}) {
-				t.Fatalf("%#v.Spec() = %+v, %v, want zero Spec and %v", l, sp, err, limit.ErrInvalidLimit)
+			if !errors.Is(err, limit.ErrInvalidLimit) || sp != (algo.Spec{}) {
+				t.Fatalf("limitspec.Of(%#v) = %+v, %v, want zero Spec and %v", l, sp, err, limit.ErrInvalidLimit)
 			}
 			if want {
-				t.Fatalf("%#v.Spec() error = %v, want valid", l, err)
+				t.Fatalf("limitspec.Of(%#v) error = %v, want valid", l, err)
 			}
 			return
 		}
 		if !want {
-			t.Fatalf("%#v.Spec() = %+v, want an error", l, sp)
+			t.Fatalf("limitspec.Of(%#v) = %+v, want an error", l, sp)
 		}
 		p := l.Period.Microseconds()
-		if sp.Algorithm != l.Algorithm || sp.R != l.Rate || sp.C != l.Capacity() {
-			t.Fatalf("%#v.Spec() = %+v, want algorithm, rate and capacity %v, %d, %d", l, sp, l.Algorithm, l.Rate, l.Capacity())
+		if limit.Algorithm(sp.Algorithm) != l.Algorithm || sp.R != l.Rate || sp.C != l.Capacity() {
+			t.Fatalf("limitspec.Of(%#v) = %+v, want algorithm, rate and capacity %v, %d, %d", l, sp, l.Algorithm, l.Rate, l.Capacity())
 		}
 		if !isPowerOfTen(sp.Q) || p%sp.Q != 0 || sp.P*sp.Q != p {
-			t.Fatalf("%#v.Spec() = %+v, want Q a power of ten dividing %d µs and P*Q = %d", l, sp, p, p)
+			t.Fatalf("limitspec.Of(%#v) = %+v, want Q a power of ten dividing %d µs and P*Q = %d", l, sp, p, p)
 		}
 		if l.Algorithm.Valid() && (l.Algorithm == limit.FixedWindow || l.Algorithm == limit.SlidingWindowLog) {
 			if sp.Q != 1 {
-				t.Fatalf("%#v.Spec() = %+v, want Q = 1 for a window counted in microseconds", l, sp)
+				t.Fatalf("limitspec.Of(%#v) = %+v, want Q = 1 for a window counted in microseconds", l, sp)
 			}
 			return
 		}
 		if !productFits(sp.C, sp.P) {
-			t.Fatalf("%#v.Spec() = %+v, want C*P <= 2^50", l, sp)
+			t.Fatalf("limitspec.Of(%#v) = %+v, want C*P <= 2^50", l, sp)
 		}
 		// The quantum is the smallest that fits.
 		if sp.Q > 1 && productFits(sp.C, p/(sp.Q/10)) {
-			t.Fatalf("%#v.Spec() = %+v, want Q = %d, which also fits", l, sp, sp.Q/10)
+			t.Fatalf("limitspec.Of(%#v) = %+v, want Q = %d, which also fits", l, sp, sp.Q/10)
 		}
 	})
 }
@@ -692,15 +694,15 @@ func FuzzSpecMatches(f *testing.F) {
 	f.Fuzz(func(t *testing.T, aAlg uint8, aRate, aPeriod, aBurst int64, bAlg uint8, bRate, bPeriod, bBurst int64) {
 		a := limit.Limit{Algorithm: limit.Algorithm(aAlg), Rate: aRate, Period: time.Duration(aPeriod), Burst: aBurst}
 		b := limit.Limit{Algorithm: limit.Algorithm(bAlg), Rate: bRate, Period: time.Duration(bPeriod), Burst: bBurst}
-		sp, err := a.Spec()
+		sp, err := limitspec.Of(a)
 		if err != nil {
 			return
 		}
-		if !sp.Matches(a) {
-			t.Fatalf("%#v.Spec() = %+v does not match the limit it came from", a, sp)
+		if !limitspec.Matches(&sp, &a) {
+			t.Fatalf("limitspec.Of(%#v) = %+v does not match the limit it came from", a, sp)
 		}
 		want := b.Validate() == nil && b.Canonical() == a.Canonical()
-		if got := sp.Matches(b); got != want {
+		if got := limitspec.Matches(&sp, &b); got != want {
 			t.Fatalf("Spec of %#v (%+v).Matches(%#v) = %v, want %v", a, sp, b, got, want)
 		}
 	})
@@ -750,7 +752,7 @@ func FuzzClockStep(f *testing.F) {
 			return
 		}
 		l := limits[0]
-		sp, err := l.Spec()
+		sp, err := limitspec.Of(l)
 		if err != nil {
 			return
 		}
@@ -780,7 +782,7 @@ func FuzzClockStep(f *testing.F) {
 		}
 
 		now := base.Add(time.Duration(uint16(rest[0])) * (l.Period / 256)).Truncate(µs)
-		var s limit.State
+		var s algo.State
 		var adm []admission
 		stepped := false
 		// After the step: when it was, and the latest of the first request
@@ -850,7 +852,7 @@ func FuzzClockStep(f *testing.F) {
 // limit allows, plus extra: for a bucket, C plus the refill over any span;
 // for a window, within less than a period, 2×Rate for FixedWindow and
 // SlidingWindowCounter (two windows), Rate for SlidingWindowLog.
-func checkAdmitted(t *testing.T, l limit.Limit, sp limit.Spec, adm []admission, extra int64, delta time.Duration) {
+func checkAdmitted(t *testing.T, l limit.Limit, sp algo.Spec, adm []admission, extra int64, delta time.Duration) {
 	t.Helper()
 	for i := range adm {
 		var sum int64
