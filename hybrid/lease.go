@@ -313,7 +313,7 @@ func (ls *leases) spend(key string, n int64, limits []Limit) (r Result, served, 
 	// said, with the units this instance holds and has not spent (never
 	// the lease's units alone), and its time until full from then.
 	b := int(e.binding.Load())
-	return Result{Allowed: true, Granted: n, Limit: limits[b], Binding: b, Remaining: e.remaining.Load() + left,
+	return Result{Allowed: true, Granted: n, Limit: limits[b], Binding: b, Remaining: min(e.remaining.Load()+left, limits[b].Capacity()),
 		ResetAfter: time.Duration(max(e.resetAt.Load()-now, 0)), Delay: e.delay(left, n, now), Source: SourceLease}, true, true
 }
 
@@ -488,6 +488,9 @@ func (ls *leases) renew(key string, e *leaseEntry) bool {
 		// Nothing, or less than asked: the key is over its limit, and the
 		// lease waits for the refill (arrived) rather than ending.
 		e.size.Store(want)
+		// Redis's remaining first: a spend between the two stores then
+		// counts the batch once too few, never twice (above capacity).
+		e.remaining.Store(lease.Remaining)
 		e.given.Store(e.units.Add(lease.Granted))
 		ls.arrived(e, lease, want, ls.now())
 		// Expired meanwhile: whatever expire did not take back goes back now.

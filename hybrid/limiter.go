@@ -336,7 +336,9 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	if held {
 		// Redis counts the units this instance's lease holds as spent;
 		// they are the caller's budget still.
-		r.Remaining += l.leases.holding(key, limits)
+		// (A renewal that lands meanwhile may be counted twice: never
+		// above the capacity.)
+		r.Remaining = min(r.Remaining+l.leases.holding(key, limits), r.Limit.Capacity())
 	}
 	if !r.Allowed && l.deny != nil {
 		c := r

@@ -258,7 +258,7 @@ func (ls *leases) peek(key string, limits []Limit) (Result, bool) {
 		return Result{}, false
 	}
 	b := int(e.binding.Load())
-	return Result{Allowed: true, Limit: limits[b], Binding: b, Remaining: e.remaining.Load() + left - 1,
+	return Result{Allowed: true, Limit: limits[b], Binding: b, Remaining: min(e.remaining.Load()+left-1, limits[b].Capacity()),
 		ResetAfter: time.Duration(max(e.resetAt.Load()-now, 0)), Delay: e.delay(left-1, 1, now), Source: SourceLease}, true
 }
 
