@@ -433,8 +433,11 @@ func TestLostReplyNotRerun(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	ran, sent := evalshaCalls(t, rdb)-before, nd.calls.Load()-calls
 	t.Logf("replies lost: %d round trips sent, %d scripts run", sent, ran)
-	if ran != sent || sent == 0 {
-		t.Errorf("%d scripts ran for %d round trips whose replies were lost, want one each", ran, sent)
+	// At most one script per round trip: a round trip whose deadline
+	// passed before its command was written (a stall on a loaded machine)
+	// runs none, but none may run twice.
+	if ran > sent || ran == 0 {
+		t.Errorf("%d scripts ran for %d round trips whose replies were lost, want at most one each, and some", ran, sent)
 	}
 }
 
