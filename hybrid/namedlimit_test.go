@@ -100,16 +100,19 @@ func TestNamedLimitChangeUnderLoad(t *testing.T) {
 				perKey := float64(got.admitted[i]) / float64(keys)
 				// The lower bound only checks that the load used the limit
 				// up: a hot key with a lease and cached denials admits a
-				// few units fewer than its limit (issue 11).
-				if want := 40 + 40*elapsed.Minutes() + 2; perKey > want || perKey < 32 {
-					t.Errorf("node %d: %.1f admitted per key under 40/min, want 32 to %.1f (is the load too light to use it up?)", i, perKey, want)
+				// few units fewer than its limit (issue 11). On a loaded
+				// machine the callers may offer fewer than 40 a key in the
+				// phase (31 in one CI run): then most of what they offer.
+				offered := float64(got.calls[i]) / float64(keys)
+				if want, least := 40+40*elapsed.Minutes()+2, min(32, 0.85*offered); perKey > want || perKey < least {
+					t.Errorf("node %d: %.1f admitted per key under 40/min (%.1f offered), want %.1f to %.1f", i, perKey, offered, least, want)
 				}
 				perKey = float64(rec.admitted[i]) / float64(keys)
 				refill := 20*elapsed.Minutes() + 2 // what refilled, a lease's unit, rounding
 				switch {
 				case name != "" && perKey > refill:
 					t.Errorf("node %d: named, lowered to 20/min: %.1f admitted per key, want <= %.1f (what refilled)", i, perKey, refill)
-				case name == "" && perKey < 16:
+				case name == "" && perKey < min(16, 0.8*float64(rec.calls[i])/float64(keys)):
 					t.Errorf("node %d: unnamed, changed to 20/min: %.1f admitted per key, want about 20 (a fresh budget)", i, perKey)
 				}
 			}
