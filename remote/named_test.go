@@ -97,6 +97,11 @@ func TestProbeTouchesNoUserKey(t *testing.T) {
 	ctx := context.Background()
 	// The window limits: their keys live a second (a bucket at the
 	// probe's rate is full again, and its key gone, within microseconds).
+	// A FixedWindow key expires at the end of its second, so start just
+	// after one begins (Redis's clock is this machine's): the test then
+	// has most of a second, which it needs a few milliseconds of (its
+	// window once ended between the two KEYS, under CI load).
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second + 5*time.Millisecond)))
 	for _, l := range probeLimits[2:5] {
 		if _, _, err := s.decide(ctx, "probe", 3, l); err != nil {
 			t.Fatal(err)
