@@ -72,14 +72,17 @@
 // expired ones among them or, when none is, the least recently used.
 // Eviction forgets state: an evicted key looks fresh the next time it is
 // seen (a full bucket, an empty window), so a flood of new keys larger than
-// MaxKeys can let the evicted ones through again. Size MaxKeys for the (key, limit) pairs active
-// within a period of your longest limit.
+// MaxKeys can let the evicted ones through again. Size MaxKeys for the
+// (key, limit) pairs active within a period of your longest limit.
 //
-// # Leases
+// # Leases, peeks, refunds and resets
 //
-// Lease and GiveBack serve package hybrid, which hands out tokens in batches:
 // Lease charges up to a number of units at once, as many as every limit
-// admits; GiveBack returns the unused ones.
+// admits (package hybrid's AllowAtMost uses it when its node cannot answer);
+// GiveBack returns a lease's unused units. Peek answers what AllowN of one
+// unit would, charging nothing; Refund gives units back now, whenever they
+// were taken; Reset forgets a key's state. hybrid's fallback buckets use
+// the last three as hybrid's own Peek, Refund and Reset do on Redis.
 //
 // # Time
 //
