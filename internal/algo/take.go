@@ -51,16 +51,7 @@ func TakeSpecsTo(d *Decision, states []*State, specs []Spec, nowUS, cost int64) 
 		return 0
 	}
 	var buf [maxViews]view
-	views := buf[:]
-	if len(specs) > len(buf) {
-		views = make([]view, len(specs))
-	}
-	views = views[:len(specs)]
-	ok := true
-	for i := range specs {
-		views[i].look(&specs[i], states[i], nowUS)
-		ok = ok && views[i].allows(cost)
-	}
+	views, ok := lookAll(&buf, states, specs, nowUS, cost)
 	if ok {
 		for i := range views {
 			views[i].commit(states[i], cost)
@@ -133,16 +124,7 @@ func LeaseSpecs(states []*State, specs []Spec, nowUS, want int64) (int64, Decisi
 // capacity.
 func PeekSpecs(d *Decision, states []*State, specs []Spec, nowUS, cost int64) int {
 	var buf [maxViews]view
-	views := buf[:]
-	if len(specs) > len(buf) {
-		views = make([]view, len(specs))
-	}
-	views = views[:len(specs)]
-	ok := true
-	for i := range specs {
-		views[i].look(&specs[i], states[i], nowUS)
-		ok = ok && views[i].allows(cost)
-	}
+	views, ok := lookAll(&buf, states, specs, nowUS, cost)
 	return bind(d, views, cost, ok)
 }
 
@@ -178,4 +160,21 @@ func RefundSpecs(states []*State, specs []Spec, nowUS, units int64) {
 		v.look(&specs[i], states[i], nowUS)
 		v.refund(states[i], units)
 	}
+}
+
+// lookAll looks at every limit's state at nowUS, in buf when the limits fit
+// (the caller's stack: most requests carry a few), and reports whether all
+// of them allow cost.
+func lookAll(buf *[maxViews]view, states []*State, specs []Spec, nowUS, cost int64) ([]view, bool) {
+	views := buf[:]
+	if len(specs) > len(buf) {
+		views = make([]view, len(specs))
+	}
+	views = views[:len(specs)]
+	ok := true
+	for i := range specs {
+		views[i].look(&specs[i], states[i], nowUS)
+		ok = ok && views[i].allows(cost)
+	}
+	return views, ok
 }
