@@ -153,9 +153,9 @@ func (l *Limiter) Refund(ctx context.Context, key string, n int64, limits ...Lim
 }
 
 // Reset forgets key's state for the limits: on the node that owns the key
-// (one DEL), and in this instance (its lease for the key, whose units are
-// given back to the limits not reset; its remembered denial; its fallback
-// buckets). Other instances may still answer from memory for a while:
+// (one DEL), and in this instance (its lease for the key, whose units go
+// with the state reset, or back to the lease's other limits; its
+// remembered denial; its fallback buckets). Other instances may still answer from memory for a while:
 // from a lease until its units are spent or it is renewed (Lease.RenewEvery,
 // at most Lease.TTL), from a remembered denial until its RetryAfter passes.
 // When the node cannot be reached, only this instance's state is reset,
@@ -275,21 +275,58 @@ func (ls *leases) holding(key string, limits []Limit) int64 {
 	return max(e.units.Load(), 0)
 }
 
-// reset ends the key's lease when it holds any of limits: its units go
-// back (to the limits Reset keeps; on those it resets they find a fresh
-// state, which a give-back leaves so).
+// reset ends the key's lease when it holds any of limits. Its units vanish
+// with the state of the limits reset (a give-back to them could remove
+// what was charged after the reset: a SlidingWindowLog's newest events);
+// those held for its other limits go back to them.
 func (ls *leases) reset(key string, limits []Limit) {
 	v, ok := ls.entries.Load(key)
 	if !ok {
 		return
 	}
 	e := v.(*leaseEntry)
+	var keep []Limit
+	hit := false
 	for _, lim := range e.req.Limits() {
-		if slices.Contains(limits, lim) {
-			ls.expire(key, e)
-			return
+		if slices.ContainsFunc(limits, func(r Limit) bool { return sameState(lim, r) }) {
+			hit = true
+		} else {
+			keep = append(keep, lim)
 		}
 	}
+	if !hit {
+		return
+	}
+	if ls.entries.CompareAndDelete(key, e) {
+		ls.count.Add(-1)
+	}
+	// A renewal in flight charges Redis and, finding the lease gone, gives
+	// its units back: let it finish before the state is deleted, or it
+	// charges the fresh state and its give-back removes what came after.
+	// It is bounded by the Timeout.
+	for wait := time.Now().Add(2 * ls.l.cfg.Timeout); e.renewing.Load() && time.Now().Before(wait); {
+		time.Sleep(time.Millisecond)
+	}
+	left := e.units.Swap(0)
+	if left <= 0 || len(keep) == 0 {
+		return
+	}
+	req, err := remote.NewLease(e.req.Key(), 1, keep...)
+	if err != nil {
+		return
+	}
+	at := e.at.Load()
+	ls.goDo(true, func() { ls.giveBack(e.node, req, at, left) })
+}
+
+// sameState reports whether a and b keep their state under one Redis key:
+// a named limit's is its name and algorithm, an unnamed one's its
+// canonical form.
+func sameState(a, b Limit) bool {
+	if a.Name != "" || b.Name != "" {
+		return a.Name == b.Name && a.Algorithm == b.Algorithm
+	}
+	return a.Canonical() == b.Canonical()
 }
 
 // drop forgets the denial remembered for key, if any.

@@ -193,3 +193,47 @@ func TestOperationsFailureMode(t *testing.T) {
 		t.Fatalf("AllowAtMost(100) after Reset = %+v; want the whole 5", r)
 	}
 }
+
+// TestResetDropsTheLease: Reset ends this instance's lease for the key,
+// and its units vanish with the state reset: nothing is given back to it
+// afterwards (a give-back to a SlidingWindowLog removes its newest events,
+// which would be those charged after the reset).
+func TestResetDropsTheLease(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	a, err := New(Config{Addrs: []string{srv.Addr()}, Timeout: 2 * time.Second, Lease: LeaseConfig{HotRate: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	b, err := New(Config{Addrs: []string{srv.Addr()}, Timeout: 2 * time.Second, Lease: LeaseConfig{Disable: true}, DenyCache: DenyCacheConfig{Disable: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	l := Limit{Algorithm: SlidingWindowLog, Rate: 10_000, Period: time.Minute}
+	leased := false
+	for range 2000 {
+		r, err := a.Allow(ctx, "k", l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leased = leased || r.Source == SourceLease
+	}
+	if !leased || a.Stats().LeaseUnits == 0 {
+		t.Fatalf("no lease held before the Reset (stats %+v)", a.Stats())
+	}
+	if err := a.Reset(ctx, "k", l); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.Stats().LeaseUnits; n != 0 {
+		t.Errorf("%d lease units held after Reset", n)
+	}
+	if r, err := b.Allow(ctx, "k", l); err != nil || !r.Allowed || r.Remaining != l.Rate-1 {
+		t.Fatalf("first Allow after Reset = %+v, %v; want a fresh budget", r, err)
+	}
+	a.Close() // waits for its background work: nothing may be given back
+	if r, err := b.Peek(ctx, "k", l); err != nil || r.Remaining != l.Rate-2 {
+		t.Errorf("Peek after Reset and one Allow = %+v, %v; want %d remaining (the event charged after the Reset kept)", r, err, l.Rate-2)
+	}
+}
