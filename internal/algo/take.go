@@ -51,7 +51,8 @@ func TakeSpecsTo(d *Decision, states []*State, specs []Spec, nowUS, cost int64) 
 		return 0
 	}
 	var buf [maxViews]view
-	views, ok := lookAll(&buf, states, specs, nowUS, cost)
+	views := lookAll(&buf, states, specs, nowUS)
+	ok := allowAll(views, cost)
 	if ok {
 		for i := range views {
 			views[i].commit(states[i], cost)
@@ -96,14 +97,9 @@ func bind(out *Decision, views []view, cost int64, allowed bool) int {
 // after the charge, and the binding limit's index.
 func LeaseSpecs(states []*State, specs []Spec, nowUS, want int64) (int64, Decision, int) {
 	var buf [maxViews]view
-	views := buf[:]
-	if len(specs) > len(buf) {
-		views = make([]view, len(specs))
-	}
-	views = views[:len(specs)]
+	views := lookAll(&buf, states, specs, nowUS)
 	g := want
-	for i := range specs {
-		views[i].look(&specs[i], states[i], nowUS)
+	for i := range views {
 		g = min(g, views[i].avail())
 	}
 	var d Decision
@@ -124,7 +120,8 @@ func LeaseSpecs(states []*State, specs []Spec, nowUS, want int64) (int64, Decisi
 // capacity.
 func PeekSpecs(d *Decision, states []*State, specs []Spec, nowUS, cost int64) int {
 	var buf [maxViews]view
-	views, ok := lookAll(&buf, states, specs, nowUS, cost)
+	views := lookAll(&buf, states, specs, nowUS)
+	ok := allowAll(views, cost)
 	return bind(d, views, cost, ok)
 }
 
@@ -163,18 +160,25 @@ func RefundSpecs(states []*State, specs []Spec, nowUS, units int64) {
 }
 
 // lookAll looks at every limit's state at nowUS, in buf when the limits fit
-// (the caller's stack: most requests carry a few), and reports whether all
-// of them allow cost.
-func lookAll(buf *[maxViews]view, states []*State, specs []Spec, nowUS, cost int64) ([]view, bool) {
+// (the caller's stack: most requests carry a few).
+func lookAll(buf *[maxViews]view, states []*State, specs []Spec, nowUS int64) []view {
 	views := buf[:]
 	if len(specs) > len(buf) {
 		views = make([]view, len(specs))
 	}
 	views = views[:len(specs)]
-	ok := true
 	for i := range specs {
 		views[i].look(&specs[i], states[i], nowUS)
-		ok = ok && views[i].allows(cost)
 	}
-	return views, ok
+	return views
+}
+
+// allowAll reports whether every view allows cost.
+func allowAll(views []view, cost int64) bool {
+	for i := range views {
+		if !views[i].allows(cost) {
+			return false
+		}
+	}
+	return true
 }
