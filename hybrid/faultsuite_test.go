@@ -106,6 +106,7 @@ func TestFaultSuite(t *testing.T) {
 					case <-time.After(50 * time.Millisecond):
 					}
 					rdb.ScriptFlush(context.Background())
+					rdb.FunctionFlush(context.Background())
 				}
 			}()
 			return func() { close(stop); <-done }

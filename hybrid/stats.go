@@ -62,6 +62,11 @@ type NodeStats struct {
 	// the node may then drop limiter keys, whose clients start afresh.
 	EvictionPolicy string
 	MayEvict       bool
+	// Functions is true while the node runs the limiter's Lua code as a
+	// function library (FCALL: Redis 7 and later, with an ACL user who may
+	// load functions), which Redis builds once, rather than as scripts
+	// (EVALSHA), which it builds at every call.
+	Functions bool
 	// Shards are, for a Redis Cluster node, its masters as keys have
 	// routed to them, in name order, each with a breaker of its own (the
 	// node's Breaker then stays closed: one master's failure sends only
@@ -123,6 +128,7 @@ func (l *Limiter) Stats() Stats {
 			InFlight:       inflight,
 			EvictionPolicy: nd.eviction.Policy,
 			MayEvict:       nd.eviction.MayEvict(),
+			Functions:      nd.store.Functions(),
 			Shards:         nd.shardStats(),
 		})
 	}

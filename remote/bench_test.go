@@ -162,7 +162,7 @@ func serverCost(b *testing.B, rdb *redis.Client) (cpu, scripts float64) {
 		case "used_cpu_user", "used_cpu_sys":
 			f, _ := strconv.ParseFloat(val, 64)
 			cpu += f * 1e6
-		case "cmdstat_eval", "cmdstat_evalsha":
+		case "cmdstat_eval", "cmdstat_evalsha", "cmdstat_fcall":
 			for _, kv := range strings.Split(val, ",") {
 				if v, ok := strings.CutPrefix(kv, "usec="); ok {
 					f, _ := strconv.ParseFloat(v, 64)

@@ -24,8 +24,13 @@ func TestConformanceMiniredis(t *testing.T) {
 }
 
 // TestConformanceRedis plays the shared vectors against real redis-server,
-// the oracle where miniredis's Lua differs.
+// the oracle where miniredis's Lua differs, with the code run as the
+// function library and as scripts.
 func TestConformanceRedis(t *testing.T) {
-	s, _, c := newReal(t)
-	runConformance(t, s, c, conformance.Tolerance)
+	for _, m := range realModes {
+		t.Run(m.name, func(t *testing.T) {
+			s, _, c := newRealMode(t, m.fn)
+			runConformance(t, s, c, conformance.Tolerance)
+		})
+	}
 }

@@ -230,8 +230,12 @@ func TestDifferentialMiniredis(t *testing.T) {
 // key, as real Redis keeps a key whose expiry the stepped-back clock has
 // not reached).
 func TestDifferentialRedis(t *testing.T) {
-	for seed := uint64(1); seed <= 4; seed++ {
-		s, _, c := newReal(t)
-		runDifferential(t, s, c, seed, 1500, true)
+	for _, m := range realModes {
+		t.Run(m.name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 4; seed++ {
+				s, _, c := newRealMode(t, m.fn)
+				runDifferential(t, s, c, seed, 1500, true)
+			}
+		})
 	}
 }

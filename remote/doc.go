@@ -12,12 +12,23 @@
 // Cluster, which the client splits by master ([Store.DecidePipeline]), each
 // request's outcome its own. [Store.GiveBack] returns what a lease did not use.
 //
-// Scripts run by EVALSHA; a node that lost its script cache (a restart, a
-// SCRIPT FLUSH) answers NOSCRIPT, and the store loads the script and sends
-// again, in pipelines and multi-key calls too. A script that did not run is
-// never charged, so that resend is safe; nothing else is retried, because a
-// script that timed out may have run. Clients built by [NewClient] or
+// The Lua code runs as a function library (FUNCTION LOAD once, then FCALL)
+// where the node has functions (Redis 7 and later), so that Redis builds
+// it once rather than at every call; elsewhere (Redis 6, miniredis, an ACL
+// user who may not load functions) as scripts by EVALSHA. [Store.Load]
+// chooses, and [Store.Functions] tells. A node that lost its code (a
+// restart without persistence, a FUNCTION FLUSH or SCRIPT FLUSH) answers
+// "Function not found" or NOSCRIPT, and the store loads it and sends
+// again, in pipelines and multi-key calls too. A call that did not run is
+// never charged, so that resend is safe; nothing else is retried, because
+// a call that timed out may have run. Clients built by [NewClient] or
 // [BoundOptions] never retry; nothing of ours runs on a new connection.
+//
+// A multi-key decide call sends each set of limits once and each request
+// as its keys and one integer naming its set and cost, and a decision
+// against one token bucket is answered in three or four integers, not
+// six: most of a batch's arguments and replies were limits repeated and
+// zeros.
 //
 // Keys are "<prefix>{<key>}:<algorithm>:<rate>:<period>[:<burst>]" (a named
 // limit's "<prefix>{<key>}:@<algorithm>:<name>"), the key with '%', '{' and

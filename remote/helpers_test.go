@@ -88,6 +88,28 @@ func newReal(t testing.TB) (*Store, *redistest.Server, keyClock) {
 	return s, srv, keyClock{rdb: rdb}
 }
 
+// realModes are the two forms the code runs in on redis-server: the
+// function library (FCALL), which a Redis 7 node gets, and the scripts
+// (EVALSHA), which a node without functions gets.
+var realModes = []struct {
+	name string
+	fn   bool
+}{{"functions", true}, {"scripts", false}}
+
+// newRealMode is newReal with the code run as the function library (fn) or
+// as scripts.
+func newRealMode(t testing.TB, fn bool) (*Store, *redistest.Server, keyClock) {
+	t.Helper()
+	s, srv, c := newReal(t)
+	s.fn.Store(fn)
+	if fn {
+		if err := s.Load(context.Background()); err != nil || !s.Functions() {
+			t.Fatalf("Load() = %v, Functions() = %v; want the function library loaded", err, s.Functions())
+		}
+	}
+	return s, srv, c
+}
+
 // newRealProduction returns a store with the production scripts on a fresh
 // redis-server, and a plain client to inspect it.
 func newRealProduction(t testing.TB) (*Store, *redistest.Server, *redis.Client) {

@@ -80,7 +80,7 @@ var probeLimits = []limit.Limit{
 // down, slow, or out of memory). Users of a least-privilege ACL find out
 // here, at startup, what a script would otherwise fail with at its first
 // request.
-func (s *Store) Probe(ctx context.Context) error {
+func (s *Store) Probe(ctx context.Context) (err error) {
 	wrap := func(what string, err error) error {
 		if IsConfigError(err) {
 			return fmt.Errorf("%w: %s: %w", ErrMisconfigured, what, err)
@@ -90,44 +90,53 @@ func (s *Store) Probe(ctx context.Context) error {
 	if err := s.Load(ctx); err != nil {
 		return wrap("loading the scripts", err)
 	}
-	keys, args := s.appendTagged(make([]string, 0, len(probeLimits)), []any{1, 1}, probeTag, probeLimits[:1])
-	if err := s.scripts.take.runInts(ctx, s.rdb, keys, args).Err(); err != nil {
-		return wrap("take.lua", err)
+	// A call of entry e against limits on the reserved keys, after head.
+	probe := func(e entry, limits []limit.Limit, one bool, head ...any) *call {
+		keys, args := s.appendTagged(make([]string, 0, len(limits)), head, probeTag, limits)
+		return &call{e: e, sc: s.scripts.script(e, limits, one), keys: keys, args: args}
 	}
-	keys, args = s.appendTagged(make([]string, 0, len(probeLimits)), []any{1, 1}, probeTag, probeLimits)
-	if err := s.scripts.decide[mask(probeLimits)].runInts(ctx, s.rdb, keys, args).Err(); err != nil {
+	// The reserved keys share one hash tag: one DEL, on one slot (Reset's
+	// command too), even after a step failed, so that none outlives the
+	// probe (their TTLs are a second; miniredis's clock never moves).
+	defer func() {
+		keys := probe(entryPeek, probeLimits, true).keys
+		del := make([]any, 0, 1+len(keys))
+		del = append(del, "del")
+		for _, k := range keys {
+			del = append(del, k)
+		}
+		cmd := redis.NewIntCmd(ctx, del...)
+		if derr := s.rdb.Process(ctx, cmd); derr != nil && err == nil {
+			err = wrap("DEL of the probe's keys", derr)
+		}
+	}()
+	// A decision of one unit (decide.lua's head for set 0) against limits.
+	decide := func(limits []limit.Limit) *call {
+		c := probe(entryDecide, limits, true, 1)
+		c.args = append(c.args, Request{n: 1}.head(0))
+		return c
+	}
+	if err := s.runInts(ctx, decide(probeLimits[:1])).Err(); err != nil {
+		return wrap("decide.lua (one token bucket)", err)
+	}
+	if err := s.runInts(ctx, decide(probeLimits)).Err(); err != nil {
 		return wrap("decide.lua", err)
 	}
-	keys, args = s.appendTagged(make([]string, 0, len(probeLimits)), []any{1}, probeTag, probeLimits)
-	v, err := s.scripts.lease[mask(probeLimits)].runInts(ctx, s.rdb, keys, args).Result()
+	v, err := s.runInts(ctx, probe(entryLease, probeLimits, true, 1)).Result()
 	if err != nil {
 		return wrap("lease.lua", err)
 	}
 	if len(v) != 7 {
 		return fmt.Errorf("%w: %d values from lease, want 7", ErrReply, len(v))
 	}
-	keys, args = s.appendTagged(make([]string, 0, len(probeLimits)), []any{v[0], v[6]}, probeTag, probeLimits)
-	if err := s.scripts.giveBack[mask(probeLimits)].run(ctx, s.rdb, keys, args).Err(); err != nil && !errors.Is(err, redis.Nil) {
+	if err := s.runCmd(ctx, probe(entryGiveBack, probeLimits, true, v[0], v[6])).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return wrap("giveback.lua", err)
 	}
-	keys, args = s.appendTagged(make([]string, 0, len(probeLimits)), []any{1, -1}, probeTag, probeLimits)
-	if err := s.scripts.giveBack[mask(probeLimits)].run(ctx, s.rdb, keys, args).Err(); err != nil && !errors.Is(err, redis.Nil) {
+	if err := s.runCmd(ctx, probe(entryGiveBack, probeLimits, true, 1, -1)).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return wrap("giveback.lua (refund)", err)
 	}
-	keys, args = s.appendTagged(make([]string, 0, len(probeLimits)), []any{}, probeTag, probeLimits)
-	if err := s.scripts.peek[mask(probeLimits)].runInts(ctx, s.rdb, keys, args).Err(); err != nil {
+	if err := s.runInts(ctx, probe(entryPeek, probeLimits, true)).Err(); err != nil {
 		return wrap("peek.lua", err)
-	}
-	// The reserved keys share one hash tag: one DEL, on one slot (Reset's
-	// command too).
-	del := make([]any, 0, 1+len(keys))
-	del = append(del, "del")
-	for _, k := range keys {
-		del = append(del, k)
-	}
-	cmd := redis.NewIntCmd(ctx, del...)
-	if err := s.rdb.Process(ctx, cmd); err != nil {
-		return wrap("DEL of the probe's keys", err)
 	}
 	return nil
 }

@@ -15,10 +15,17 @@ import (
 //go:embed scripts/*.lua
 var scriptFS embed.FS
 
-// Each script is the prelude, the algorithms its requests use, the shared
-// helpers and one entry point. Redis runs a script's whole chunk on every
-// call, so a script that carries only the algorithms it needs defines fewer
-// functions per call: a mask of algorithms selects the variant.
+// The Lua code reaches Redis in one of two forms:
+//
+//   - a function library (FUNCTION LOAD, FCALL) where the server has
+//     functions (Redis 7 and later): the prelude, every algorithm, the
+//     shared helpers and the entry points, built once when the library is
+//     loaded; a call runs only its entry point;
+//   - scripts (EVALSHA) otherwise (Redis 6, miniredis): each script is the
+//     prelude, the algorithms its requests use, the shared helpers and one
+//     entry point. Redis runs a script's whole chunk on every call, so a
+//     script that carries only the algorithms it needs defines fewer
+//     functions per call: a mask of algorithms selects the variant.
 const (
 	prelude = "prelude.lua"
 	common  = "common.lua"
@@ -36,41 +43,82 @@ var algorithmFiles = [...][]string{
 // numMasks is the number of sets of algorithms.
 const numMasks = 1 << len(algorithmFiles)
 
-// script is one entry point with the library before it.
+// entry is one of the entry points.
+type entry int
+
+const (
+	entryDecide entry = iota
+	entryLease
+	entryGiveBack
+	entryPeek
+	numEntries
+)
+
+// entryFiles are the entry points' files, and entryNames their names in a
+// function library.
+var (
+	entryFiles = [numEntries]string{"decide.lua", "lease.lua", "giveback.lua", "peek.lua"}
+	entryNames = [numEntries]string{"decide", "lease", "giveback", "peek"}
+)
+
+// script is one entry point with the library before it, run by EVALSHA.
 type script struct {
 	src string
 	sha string
 }
 
-// newScript builds the script of the given algorithms and files, in order
-// after them.
-func newScript(mask int, edit func(string) string, files ...string) *script {
-	var b strings.Builder
-	seen := map[string]bool{}
-	write := func(name string) {
-		if seen[name] {
-			return
+// library is every entry point in one function library, run by FCALL.
+// Its name and its functions' names carry a hash of its code, so that
+// instances running different versions during a rolling deploy each find
+// their own on a node (function names are global to a server).
+type library struct {
+	name string
+	src  string
+	fn   [numEntries]string // the functions' names, by entry
+}
+
+// source reads the embedded files, in order, each once.
+type source struct {
+	b    strings.Builder
+	seen map[string]bool
+}
+
+func (s *source) write(names ...string) {
+	if s.seen == nil {
+		s.seen = map[string]bool{}
+	}
+	for _, name := range names {
+		if s.seen[name] {
+			continue
 		}
-		seen[name] = true
+		s.seen[name] = true
 		src, err := scriptFS.ReadFile("scripts/" + name)
 		if err != nil {
 			panic("remote: missing embedded script " + name) // a build defect, not user input
 		}
-		b.Write(src)
-		b.WriteByte('\n')
+		s.b.Write(src)
+		s.b.WriteByte('\n')
 	}
-	write(prelude)
+}
+
+// writeAlgorithms writes the files of the algorithms in mask.
+func (s *source) writeAlgorithms(mask int) {
 	for a, files := range algorithmFiles {
 		if mask&(1<<a) != 0 {
-			for _, f := range files {
-				write(f)
-			}
+			s.write(files...)
 		}
 	}
-	for _, f := range files {
-		write(f)
-	}
-	src := b.String()
+}
+
+// newScript builds the script of the given algorithms and files, in order
+// after them.
+func newScript(mask int, edit func(string) string, files ...string) *script {
+	var s source
+	s.write(prelude)
+	s.b.WriteString("bind_globals()\n")
+	s.writeAlgorithms(mask)
+	s.write(files...)
+	src := s.b.String()
 	if edit != nil {
 		src = edit(src)
 	}
@@ -78,10 +126,61 @@ func newScript(mask int, edit func(string) string, files ...string) *script {
 	return &script{src: src, sha: hex.EncodeToString(sum[:])}
 }
 
-// scriptSet is the four entry points, for every set of algorithms, and
-// the one-step decision of a single token bucket.
+// newLibrary builds the function library: the code of every script, each
+// entry point's body a local function, and one registered function per
+// entry point, which sets KEYS and ARGV (a function gets them as
+// arguments; the shared code reads them as a script does), binds the
+// globals on its first call and forgets the previous call's tags.
+func newLibrary(edit func(string) string) library {
+	var s source
+	s.b.WriteString("local KEYS, ARGV\n")
+	s.write(prelude)
+	s.b.WriteString("arg = function(x)\n  return x\nend\n")
+	s.writeAlgorithms(numMasks - 1)
+	s.write(common)
+	for e := range numEntries {
+		s.b.WriteString("local function entry_" + entryNames[e] + "()\n")
+		src, err := scriptFS.ReadFile("scripts/" + entryFiles[e])
+		if err != nil {
+			panic("remote: missing embedded script " + entryFiles[e])
+		}
+		s.b.Write(src)
+		s.b.WriteString("end\n")
+	}
+	s.b.WriteString(`local function fresh(keys, args)
+  KEYS, ARGV = keys, args
+  if not rcall then
+    bind_globals()
+  end
+  if next(TAG) ~= nil then
+    TAG = {}
+  end
+end
+`)
+	body := s.b.String()
+	if edit != nil {
+		body = edit(body)
+	}
+	sum := sha1.Sum([]byte(body))
+	version := hex.EncodeToString(sum[:8])
+	lib := library{name: "hybridlimit_" + version}
+	var b strings.Builder
+	b.WriteString("#!lua name=" + lib.name + "\n")
+	b.WriteString(body)
+	for e := range numEntries {
+		lib.fn[e] = "hl_" + version + "_" + entryNames[e]
+		b.WriteString("redis.register_function('" + lib.fn[e] + "', function(keys, args)\n  fresh(keys, args)\n  return entry_" + entryNames[e] + "()\nend)\n")
+	}
+	lib.src = b.String()
+	return lib
+}
+
+// scriptSet is the library, and the scripts of the four entry points for
+// every set of algorithms with the one-step decision of a single token
+// bucket.
 type scriptSet struct {
-	decide, lease, giveBack, peek [numMasks]*script
+	lib  library
+	eval [numEntries][numMasks]*script
 	// take decides one request against one TokenBucket limit, as decide
 	// does, without common.lua, which Redis would build on every call
 	// (see take.lua).
@@ -89,23 +188,29 @@ type scriptSet struct {
 }
 
 func newScriptSet(edit func(string) string) *scriptSet {
-	s := &scriptSet{}
+	s := &scriptSet{lib: newLibrary(edit)}
 	for m := 1; m < numMasks; m++ {
-		s.decide[m] = newScript(m, edit, common, "decide.lua")
-		s.lease[m] = newScript(m, edit, common, "lease.lua")
-		s.giveBack[m] = newScript(m, edit, common, "giveback.lua")
-		s.peek[m] = newScript(m, edit, common, "peek.lua")
+		for e := range numEntries {
+			s.eval[e][m] = newScript(m, edit, common, entryFiles[e])
+		}
 	}
 	s.take = newScript(1<<limit.TokenBucket, edit, "take.lua")
 	return s
 }
 
-// decideOne returns the script that decides one request against limits.
-func (s *scriptSet) decideOne(limits []limit.Limit) *script {
-	if len(limits) == 1 && limits[0].Algorithm == limit.TokenBucket && limits[0].Name == "" {
+// script returns the script of entry e for requests against limits: a
+// call of one request to decide against one token bucket is take.lua.
+func (s *scriptSet) script(e entry, limits []limit.Limit, one bool) *script {
+	if e == entryDecide && one && oneStep(limits) {
 		return s.take
 	}
-	return s.decide[mask(limits)]
+	return s.eval[e][mask(limits)]
+}
+
+// oneStep reports whether a decision against limits is decided in one
+// step by the scripts (TB.take), and answered in the short form.
+func oneStep(limits []limit.Limit) bool {
+	return len(limits) == 1 && limits[0].Algorithm == limit.TokenBucket && limits[0].Name == ""
 }
 
 var defaultScripts = newScriptSet(nil)
@@ -124,40 +229,33 @@ func isNoScript(err error) bool {
 	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
 }
 
-// run sends the script by EVALSHA and, if the node does not have it, loads
-// it and sends it once more.
-func (sc *script) run(ctx context.Context, c redis.Scripter, keys []string, args []any) *redis.Cmd {
-	cmd := c.EvalSha(ctx, sc.sha, keys, args...)
-	if !isNoScript(cmd.Err()) {
-		return cmd
+// isNoFunction reports that the node does not have the function called
+// (a restart without persistence, a FUNCTION FLUSH), or no longer has
+// FCALL at all (a failover to an older server): it did not run.
+func isNoFunction(err error) bool {
+	if err == nil {
+		return false
 	}
-	if err := c.ScriptLoad(ctx, sc.src).Err(); err != nil {
-		return cmd
-	}
-	return c.EvalSha(ctx, sc.sha, keys, args...)
+	msg := err.Error()
+	return strings.HasPrefix(msg, "ERR Function not found") || strings.Contains(strings.ToLower(msg), "unknown command") && strings.Contains(strings.ToLower(msg), "fcall")
 }
 
-// runInts is run for a script whose reply is an array of integers: the
-// reply is read straight into an []int64 (redis.IntSliceCmd) rather than
-// through []any, which would allocate a box for every value above 255.
-func (sc *script) runInts(ctx context.Context, c Client, keys []string, args []any) *redis.IntSliceCmd {
-	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
-	cmdArgs = append(cmdArgs, "evalsha", sc.sha, len(keys))
-	for _, k := range keys {
-		cmdArgs = append(cmdArgs, k)
+// lacksFunctions reports that loading a library failed because the node
+// cannot or may not run functions: a server without them (Redis 6,
+// miniredis) or an ACL user who may not load them. The scripts then run by
+// EVALSHA.
+func lacksFunctions(err error) bool {
+	if err == nil {
+		return false
 	}
-	cmdArgs = append(cmdArgs, args...)
-	cmd := redis.NewIntSliceCmd(ctx, cmdArgs...)
-	_ = c.Process(ctx, cmd) // the error is the command's
-	if !isNoScript(cmd.Err()) {
-		return cmd
-	}
-	if err := c.ScriptLoad(ctx, sc.src).Err(); err != nil {
-		return cmd
-	}
-	cmd = redis.NewIntSliceCmd(ctx, cmdArgs...)
-	_ = c.Process(ctx, cmd)
-	return cmd
+	msg := strings.ToLower(err.Error())
+	return strings.Contains(msg, "unknown command") || strings.HasPrefix(msg, "noperm") || strings.Contains(msg, "no permissions")
+}
+
+// isLoaded reports the answer of a FUNCTION LOAD of a library the node
+// has already.
+func isLoaded(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "already exists")
 }
 
 // load makes sure the node's cache holds the scripts of single algorithms:
@@ -166,7 +264,9 @@ func (sc *script) runInts(ctx context.Context, c Client, keys []string, args []a
 func (s *scriptSet) load(ctx context.Context, c redis.Scripter) error {
 	want := []*script{s.take}
 	for a := range algorithmFiles {
-		want = append(want, s.decide[1<<a], s.lease[1<<a], s.giveBack[1<<a])
+		for _, e := range []entry{entryDecide, entryLease, entryGiveBack} {
+			want = append(want, s.eval[e][1<<a])
+		}
 	}
 	shas := make([]string, len(want))
 	for i, sc := range want {

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,7 @@ type Store struct {
 	scripts   *scriptSet
 	lastArgs  atomic.Pointer[boxedSpec] // see specArgs
 	refreshed atomic.Int64              // unix ns of the last Refresh that reloaded
+	fn        atomic.Bool               // the code runs as a function library (Functions)
 }
 
 // New returns a Store on rdb. It does not contact Redis; call Load to load
@@ -59,6 +61,10 @@ func New(rdb Client, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("remote: prefix %q holds a brace, which would move the hash tag", cfg.Prefix)
 	}
 	st := &Store{rdb: rdb, prefix: cfg.Prefix, scripts: defaultScripts, conc: DefaultConcurrency}
+	// Functions until a node says otherwise: Load decides, and so does
+	// the first call to a node without functions (FCALL is an unknown
+	// command there, and so is FUNCTION LOAD).
+	st.fn.Store(true)
 	switch c := rdb.(type) {
 	case *redis.Client: // one server, or a Sentinel group's master
 		st.oneCall = true
@@ -95,9 +101,6 @@ func (s *Store) DecideBatch(ctx context.Context, reqs []Request, out []Result) e
 	}
 	return s.DecidePipeline(ctx, reqs, out)
 }
-
-// Load loads the scripts into the node's script cache.
-func (s *Store) Load(ctx context.Context) error { return s.scripts.load(ctx, s.rdb) }
 
 // Eviction is what a node's memory settings say about the limiter's keys.
 type Eviction struct {
@@ -166,33 +169,122 @@ type Result struct {
 	Granted, At int64
 }
 
-// head is the arguments before a request's limits in a multi-key decide
-// call: its cost, or minus the units of a lease.
-func (r Request) head() int64 {
+// maxSets is how many sets of limits one decide call can name (SETS in
+// decide.lua): a request's head is its cost times maxSets plus its set.
+const maxSets = 1024
+
+// head is a request's head in a decide call (decide.lua), naming set:
+// cost × maxSets + set for a decision, minus (units × maxSets + set) for a
+// lease. Within 2^53: a cost is at most limit.MaxRate (2^40).
+func (r Request) head(set int) int64 {
+	h := r.n*maxSets + int64(set)
 	if r.lease {
-		return -r.n
+		return -h
 	}
-	return r.n
+	return h
 }
 
+// Short replies of decide.lua, for a decision decided in one step: their
+// first value (the long form's is 1 or 0).
+const (
+	shortAllowed = 2 // then remaining, reset
+	shortDenied  = 3 // then remaining, retry, reset
+)
+
 // parseReply reads one request's values from a decide script's reply and
-// returns how many it took: 6 for a decision, 7 for a lease.
+// returns how many it took: for a decision 3 or 4 (the short forms) or 6,
+// for a lease 7.
 func parseReply(v []int64, lease bool, r *Result) (int, error) {
 	n := 6
-	if lease {
+	switch {
+	case lease:
 		n = 7
+	case len(v) > 0 && v[0] == shortAllowed:
+		n = 3
+	case len(v) > 0 && v[0] == shortDenied:
+		n = 4
 	}
 	if len(v) < n {
 		return 0, fmt.Errorf("%w: %d values left, want %d", ErrReply, len(v), n)
 	}
-	if err := parseDecision(v[:6], r); err != nil {
-		return 0, err
-	}
-	if lease {
+	switch {
+	case lease:
+		if err := parseDecision(v[:6], r); err != nil {
+			return 0, err
+		}
 		r.Granted, r.At = v[0], v[6]
 		r.Allowed = v[0] > 0
+	case n == 3:
+		r.Allowed, r.Remaining = true, v[1]
+		r.ResetAfter = time.Duration(v[2]) * time.Microsecond
+	case n == 4:
+		r.Remaining = v[1]
+		r.RetryAfter = time.Duration(v[2]) * time.Microsecond
+		r.ResetAfter = time.Duration(v[3]) * time.Microsecond
+	default:
+		if v[0] != 0 && v[0] != 1 {
+			return 0, fmt.Errorf("%w: a decision's first value is %d", ErrReply, v[0])
+		}
+		if err := parseDecision(v[:6], r); err != nil {
+			return 0, err
+		}
 	}
 	return n, nil
+}
+
+// decideCall is the decide call of reqs: the distinct sets of their limits
+// once, in the order first named, then each request's head and keys.
+// There must be at most maxSets requests.
+func (s *Store) decideCall(reqs []Request) *call {
+	var buf [4][]limit.Limit
+	sets := buf[:0]
+	var setBuf [64]int
+	setOf := setBuf[:0]
+	nargs, nkeys := 1+len(reqs), 0
+	for _, r := range reqs {
+		j := slices.IndexFunc(sets, func(ls []limit.Limit) bool { return slices.Equal(ls, r.limits) })
+		if j < 0 {
+			j = len(sets)
+			sets = append(sets, r.limits)
+			nargs += 1 + 5*len(r.limits)
+		}
+		setOf = append(setOf, j)
+		nkeys += len(r.limits)
+	}
+	keys := make([]string, 0, nkeys)
+	args := make([]any, 1, nargs)
+	args[0] = len(sets)
+	for _, ls := range sets {
+		args = append(args, len(ls))
+		for _, l := range ls {
+			args = append(args, s.specArgs(l)...)
+		}
+	}
+	for i, r := range reqs {
+		args = append(args, r.head(setOf[i]))
+		tag := tagOf(r.key)
+		for _, l := range r.limits {
+			keys = append(keys, s.tagged(tag, l))
+		}
+	}
+	c := &call{e: entryDecide, keys: keys, args: args}
+	if len(reqs) == 1 {
+		c.sc = s.scripts.script(entryDecide, reqs[0].limits, true)
+	} else {
+		m := 0
+		for _, ls := range sets {
+			m |= mask(ls)
+		}
+		c.sc = s.scripts.eval[entryDecide][m]
+	}
+	return c
+}
+
+// entryCall is the call of entry e for req's key and limits, after the
+// arguments head.
+func (s *Store) entryCall(e entry, req Request, head ...any) *call {
+	keys, args := s.appendRequest(make([]string, 0, len(req.limits)), head, req.key, req.limits)
+	return &call{e: e, sc: s.scripts.script(e, req.limits, true), keys: keys, args: args}
 }
 
 // appendRequest appends the keys and arguments of one request for key.
@@ -245,12 +337,11 @@ func (s *Store) Decide(ctx context.Context, req Request) (r Result, err error) {
 	if r.Err = req.built(); r.Err != nil {
 		return r, r.Err
 	}
-	sc, head := s.scripts.decideOne(req.limits), []any{1, req.n}
+	c := s.decideCall([]Request{req})
 	if req.lease {
-		sc, head = s.scripts.lease[mask(req.limits)], []any{req.n}
+		c = s.entryCall(entryLease, req, req.n)
 	}
-	keys, args := s.appendRequest(make([]string, 0, len(req.limits)), head, req.key, req.limits)
-	vals, err := sc.runInts(ctx, s.rdb, keys, args).Result()
+	vals, err := s.runInts(ctx, c).Result()
 	if err == nil {
 		var n int
 		n, err = parseReply(vals, req.lease, &r)
@@ -271,33 +362,41 @@ func (s *Store) DecideMany(ctx context.Context, reqs []Request, out []Result) er
 	if len(out) != len(reqs) {
 		return fmt.Errorf("remote: %d results for %d requests", len(out), len(reqs))
 	}
-	keys := make([]string, 0, len(reqs))
-	args := make([]any, 1, 1+len(reqs)*7)
-	sent := make([]int, 0, len(reqs))
-	m := 0
+	if len(reqs) > maxSets {
+		// More requests than one call can name sets for: a call per
+		// maxSets of them.
+		var first error
+		for i := 0; i < len(reqs); i += maxSets {
+			j := min(i+maxSets, len(reqs))
+			if err := s.DecideMany(ctx, reqs[i:j], out[i:j]); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	sent := make([]Request, 0, len(reqs))
 	for i, r := range reqs {
 		out[i] = Result{}
 		if err := r.built(); err != nil {
 			out[i].Err = err
 			continue
 		}
-		m |= mask(r.limits)
-		args = append(args, r.head())
-		keys, args = s.appendRequest(keys, args, r.key, r.limits)
-		sent = append(sent, i)
+		sent = append(sent, r)
 	}
 	if len(sent) == 0 {
 		return nil
 	}
-	args[0] = len(sent)
-	vals, err := s.scripts.decide[m].runInts(ctx, s.rdb, keys, args).Result()
-	for _, i := range sent {
+	vals, err := s.runInts(ctx, s.decideCall(sent)).Result()
+	for i, r := range reqs {
+		if out[i].Err != nil {
+			continue // not sent
+		}
 		if err != nil {
 			out[i].Err = err
 			continue
 		}
 		var n int
-		n, err = parseReply(vals, reqs[i].lease, &out[i])
+		n, err = parseReply(vals, r.lease, &out[i])
 		if err != nil {
 			out[i].Err = err
 			continue
@@ -308,7 +407,7 @@ func (s *Store) DecideMany(ctx context.Context, reqs []Request, out []Result) er
 		err = fmt.Errorf("%w: %d values left over", ErrReply, len(vals))
 	}
 	if err != nil {
-		for _, i := range sent {
+		for i := range reqs {
 			if out[i].Err == nil {
 				out[i].Err = err
 			}
@@ -329,56 +428,70 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 	if len(out) != len(reqs) {
 		return fmt.Errorf("remote: %d results for %d requests", len(out), len(reqs))
 	}
-	type call struct {
-		i    int
-		sc   *script
-		keys []string
-		args []any
-		cmd  *redis.Cmd
+	type sent struct {
+		i   int
+		c   *call
+		cmd *redis.IntSliceCmd
 	}
-	calls := make([]call, 0, len(reqs))
+	calls := make([]sent, 0, len(reqs))
 	for i, r := range reqs {
 		out[i] = Result{}
 		if err := r.built(); err != nil {
 			out[i].Err = err
 			continue
 		}
-		sc, head := s.scripts.decideOne(r.limits), []any{1, r.n}
+		c := s.decideCall(reqs[i : i+1])
 		if r.lease {
-			sc, head = s.scripts.lease[mask(r.limits)], []any{r.n}
+			c = s.entryCall(entryLease, r, r.n)
 		}
-		keys, args := s.appendRequest(make([]string, 0, len(r.limits)), head, r.key, r.limits)
-		calls = append(calls, call{i: i, sc: sc, keys: keys, args: args})
+		calls = append(calls, sent{i: i, c: c})
 	}
 	if len(calls) == 0 {
 		return nil
 	}
-	send := func(cs []*call) {
+	send := func(cs []*sent) {
 		// Errors are read per command below.
 		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, c := range cs {
-				c.cmd = p.EvalSha(ctx, c.sc.sha, c.keys, c.args...)
+				c.cmd = s.command(c.c, func(a []any) redis.Cmder { return redis.NewIntSliceCmd(ctx, a...) }).(*redis.IntSliceCmd)
+				_ = p.Process(ctx, c.cmd)
 			}
 			return nil
 		})
 	}
-	all := make([]*call, len(calls))
+	all := make([]*sent, len(calls))
 	for i := range calls {
 		all[i] = &calls[i]
 	}
 	send(all)
-	var again []*call
-	loaded := map[*script]error{}
+	// Commands that met a node without their code did not run: load it
+	// (the library once, each script once) and send them again.
+	var again []*sent
+	var libTried, libOK bool
+	scripts := map[*script]bool{}
 	for _, c := range all {
-		if !isNoScript(c.cmd.Err()) {
+		if !missing(c.cmd) {
 			continue
 		}
-		if _, ok := loaded[c.sc]; !ok {
-			loaded[c.sc] = s.rdb.ScriptLoad(ctx, c.sc.src).Err()
+		if isNoFunction(c.cmd.Err()) {
+			if !libTried {
+				libTried, libOK = true, s.reloadLibrary(ctx)
+			}
+			if !libOK {
+				continue
+			}
 		}
-		if loaded[c.sc] == nil {
-			again = append(again, c)
+		if !s.fn.Load() {
+			ok, done := scripts[c.c.sc]
+			if !done {
+				ok = s.rdb.ScriptLoad(ctx, c.c.sc.src).Err() == nil
+				scripts[c.c.sc] = ok
+			}
+			if !ok {
+				continue
+			}
 		}
+		again = append(again, c)
 	}
 	if len(again) > 0 {
 		send(again)
@@ -386,7 +499,7 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 	var firstErr error
 	answered := false
 	for _, c := range calls {
-		vals, err := c.cmd.Int64Slice()
+		vals, err := c.cmd.Result()
 		if err != nil {
 			out[c.i].Err = err
 			if firstErr == nil {
@@ -430,8 +543,7 @@ func (s *Store) GiveBack(ctx context.Context, req Request, at, units int64) erro
 	if units < 1 {
 		return nil
 	}
-	keys, args := s.appendRequest(make([]string, 0, len(req.limits)), []any{units, at}, req.key, req.limits)
-	return s.scripts.giveBack[mask(req.limits)].run(ctx, s.rdb, keys, args).Err()
+	return s.runCmd(ctx, s.entryCall(entryGiveBack, req, units, at)).Err()
 }
 
 // Peek answers what Decide of a decision of one unit for req's key and
@@ -441,8 +553,7 @@ func (s *Store) Peek(ctx context.Context, req Request) (r Result, err error) {
 	if r.Err = req.built(); r.Err != nil {
 		return r, r.Err
 	}
-	keys, args := s.appendRequest(make([]string, 0, len(req.limits)), make([]any, 0, 1+5*len(req.limits)), req.key, req.limits)
-	vals, err := s.scripts.peek[mask(req.limits)].runInts(ctx, s.rdb, keys, args).Result()
+	vals, err := s.runInts(ctx, s.entryCall(entryPeek, req)).Result()
 	if err == nil {
 		err = parseDecision(vals, &r)
 	}
@@ -462,8 +573,7 @@ func (s *Store) Refund(ctx context.Context, req Request, units int64) error {
 	if units < 1 {
 		return fmt.Errorf("%w: refund of %d", limit.ErrInvalidCost, units)
 	}
-	keys, args := s.appendRequest(make([]string, 0, len(req.limits)), []any{units, -1}, req.key, req.limits)
-	return s.scripts.giveBack[mask(req.limits)].run(ctx, s.rdb, keys, args).Err()
+	return s.runCmd(ctx, s.entryCall(entryGiveBack, req, units, -1)).Err()
 }
 
 // Reset deletes the state of req's limits for its key: the next decision

@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -381,24 +382,25 @@ func TestPausedNodeBoundedByContext(t *testing.T) {
 	t.Logf("paused node: Decide returned %v after %v", err, elapsed)
 }
 
-// scriptCalls counts EVALSHA calls the server has executed.
+// scriptCalls counts the scripts and functions the server has executed
+// (EVALSHA and FCALL calls).
 func scriptCalls(t *testing.T, rdb *redis.Client) int64 {
 	t.Helper()
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
-			n, _, _ := strings.Cut(rest, ",")
-			var v int64
-			for _, ch := range n {
-				v = v*10 + int64(ch-'0')
+	var total int64
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, p := range []string{"cmdstat_evalsha:calls=", "cmdstat_fcall:calls="} {
+			if rest, ok := strings.CutPrefix(line, p); ok {
+				n, _, _ := strings.Cut(rest, ",")
+				v, _ := strconv.ParseInt(n, 10, 64)
+				total += v
 			}
-			return v
 		}
 	}
-	return 0
+	return total
 }
 
 // TestLeasesInMultiKeyCalls: leases sent among decisions in one script call
@@ -485,8 +487,9 @@ func TestEviction(t *testing.T) {
 // limit does.
 func TestRefundRemovesNewestEvents(t *testing.T) {
 	for name, newStore := range map[string]func(*testing.T) (*Store, clock){
-		"miniredis": func(t *testing.T) (*Store, clock) { s, _, c := newMini(t); return s, c },
-		"redis":     func(t *testing.T) (*Store, clock) { s, _, c := newReal(t); return s, c },
+		"miniredis":       func(t *testing.T) (*Store, clock) { s, _, c := newMini(t); return s, c },
+		"redis/functions": func(t *testing.T) (*Store, clock) { s, _, c := newRealMode(t, true); return s, c },
+		"redis/scripts":   func(t *testing.T) (*Store, clock) { s, _, c := newRealMode(t, false); return s, c },
 	} {
 		t.Run(name, func(t *testing.T) {
 			s, c := newStore(t)

@@ -25,21 +25,24 @@ func BenchmarkScriptVariant(b *testing.B) {
 		for _, n := range []int{1, 16} {
 			b.Run(v.name+"/requests="+strconv.Itoa(n), func(b *testing.B) {
 				s, rdb := benchStore(b)
+				s.fn.Store(false) // the variants are scripts'
 				ctx := context.Background()
-				sc := s.scripts.decide[v.mask]
-				keys := make([]string, 0, n)
-				args := []any{n}
-				for i := range n {
-					args = append(args, 1)
-					keys, args = s.appendRequest(keys, args, "k"+strconv.Itoa(i), []limit.Limit{l})
+				reqs := make([]Request, n)
+				for i := range reqs {
+					var err error
+					if reqs[i], err = NewDecision("k"+strconv.Itoa(i), 1, l); err != nil {
+						b.Fatal(err)
+					}
 				}
-				if err := sc.runInts(ctx, rdb, keys, args).Err(); err != nil { // loaded
+				c := s.decideCall(reqs)
+				c.sc = s.scripts.eval[entryDecide][v.mask]
+				if err := s.runInts(ctx, c).Err(); err != nil { // loaded
 					b.Fatal(err)
 				}
 				cpu0, _ := serverCost(b, rdb)
 				b.ResetTimer()
 				for b.Loop() {
-					if err := sc.runInts(ctx, rdb, keys, args).Err(); err != nil {
+					if err := s.runInts(ctx, c).Err(); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -1,18 +1,19 @@
 -- Reading limits from ARGV and choosing the binding limit, shared by the
 -- entry points below. A limit is five integers: algorithm, quantum (µs),
 -- period (quanta), rate, capacity; its key is the next one in KEYS.
--- The spec of the limit read last at each position j: a batch usually
--- repeats its limits, and Redis interns strings, so five comparisons of
--- ARGV strings replace five tonumber calls and a table.
+-- The spec of the limit read last at each position of ARGV: calls repeat
+-- their limits at the same positions, and Redis interns strings, so five
+-- comparisons of ARGV strings replace five tonumber calls and a table (a
+-- library's functions keep these between calls).
 local last_args = {}
 
--- The spec of the limit at ARGV[ai], the j-th of its request.
+-- The spec of the limit at ARGV[ai].
 -- A named limit's algorithm is sent plus NAMED, with its tag in sp.
 local NAMED = 8
 
-local function read_spec(j, ai)
+local function read_spec(ai)
   local a1, a2, a3, a4, a5 = ARGV[ai], ARGV[ai + 1], ARGV[ai + 2], ARGV[ai + 3], ARGV[ai + 4]
-  local l = last_args[j]
+  local l = last_args[ai]
   if l and l[1] == a1 and l[2] == a2 and l[3] == a3 and l[4] == a4 and l[5] == a5 then
     return l.sp
   end
@@ -21,8 +22,18 @@ local function read_spec(j, ai)
     sp.alg = sp.alg - NAMED
     sp.tag = a2 .. ':' .. a3 .. ':' .. a4 .. ':' .. a5
   end
-  last_args[j] = {a1, a2, a3, a4, a5, sp = sp}
+  last_args[ai] = {a1, a2, a3, a4, a5, sp = sp}
   return sp
+end
+
+-- The specs of nl limits from ARGV[ai] on, and the index after them.
+local function read_specs(ai, nl)
+  local sps = {}
+  for j = 1, nl do
+    sps[j] = read_spec(ai)
+    ai = ai + 5
+  end
+  return sps, ai
 end
 
 -- The tag a named key's state was written with, or nil.
@@ -72,14 +83,14 @@ local function named(key, sp, now, convert)
   return true
 end
 
--- The views of a request's nl limits, from ARGV[ai] and KEYS[ki] on, and
--- the indexes after them. A named limit's state written for another limit
--- of its name is converted when convert is set; otherwise its view is
--- false.
-local function read_views(ai, ki, nl, now, convert)
+-- The views of a request's limits, specs sps, whose keys are KEYS[ki]
+-- on, and the index after them. A named limit's state written for another
+-- limit of its name is converted when convert is set; otherwise its view
+-- is false.
+local function views_of(sps, ki, now, convert)
   local views = {}
-  for j = 1, nl do
-    local sp = read_spec(j, ai)
+  for j = 1, #sps do
+    local sp = sps[j]
     local A = ALG[sp.alg]
     local key = KEYS[ki]
     if sp.tag == nil or named(key, sp, now, convert) then
@@ -89,10 +100,16 @@ local function read_views(ai, ki, nl, now, convert)
     else
       views[j] = false
     end
-    ai = ai + 5
     ki = ki + 1
   end
-  return views, ai, ki
+  return views, ki
+end
+
+-- The views of a request's nl limits, from ARGV[ai] and KEYS[ki] on (see
+-- views_of).
+local function read_views(ai, ki, nl, now, convert)
+  local sps = read_specs(ai, nl)
+  return views_of(sps, ki, now, convert)
 end
 
 -- As limit.bind: when denied, the denying limit with the longest retry;

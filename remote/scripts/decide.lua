@@ -1,41 +1,61 @@
 -- Decide many requests, each for one key against one or more limits, all
--- or nothing per request. ARGV: count, then per request: cost, number of
--- limits, the limits. Reply per request: allowed, binding, remaining,
--- retry (µs), reset (µs), delay (µs). A negative cost is a lease of up to
--- -cost units, as lease.lua takes it; its reply is granted, binding,
+-- or nothing per request. The limits are sent once per call, as sets that
+-- the requests name: ARGV is the number of sets, then per set its number
+-- of limits and the limits, then one integer per request, its head:
+-- cost × SETS + set (the set's index from 0) for a decision, minus
+-- (units × SETS + set) for a lease of up to that many units. KEYS holds
+-- each request's keys, one per limit of its set.
+-- Reply per request: for a decision against one unnamed limit whose
+-- algorithm decides it in one step (TB.take), 2, remaining, reset when
+-- allowed and 3, remaining, retry, reset when denied (retry and reset in
+-- µs); for another decision allowed (1 or 0), binding, remaining, retry,
+-- reset, delay; for a lease, as lease.lua takes it, granted, binding,
 -- remaining, retry, reset, delay and the server time (µs) of the lease.
+local SETS = 1024
 local now = clock()
+local sets = {}
+local ai = 2
+for s = 1, tonumber(ARGV[1]) do
+  local nl = tonumber(ARGV[ai])
+  local sps
+  sps, ai = read_specs(ai + 1, nl)
+  local take = false
+  if nl == 1 and sps[1].tag == nil then
+    take = ALG[sps[1].alg].take or false
+  end
+  sets[s] = {sps = sps, take = take}
+end
 local out = {}
 local oi = 0
-local ai = 2
 local ki = 1
-for _ = 1, tonumber(ARGV[1]) do
-  local cost = tonumber(ARGV[ai])
-  local nl = tonumber(ARGV[ai + 1])
-  local sp, take = nil, nil
-  if nl == 1 and cost > 0 then
-    sp = read_spec(1, ai + 2)
-    if sp.tag == nil then
-      take = ALG[sp.alg].take
-    end
+for i = ai, #ARGV do
+  local h = tonumber(ARGV[i])
+  local lease = h < 0
+  if lease then
+    h = -h
   end
-  if take then
-    -- One limit whose algorithm decides a request in one step, without
-    -- the tables of the general path below.
-    local ok, remaining, retry, reset = take(KEYS[ki], sp, now, cost)
-    out[oi + 1] = ok
-    out[oi + 2] = 0
-    out[oi + 3] = remaining
-    out[oi + 4] = retry
-    out[oi + 5] = reset
-    out[oi + 6] = 0
-    oi = oi + 6
-    ai = ai + 7
+  local cost = floor(h / SETS)
+  local set = sets[h - cost * SETS + 1]
+  local take = set.take
+  if take and not lease then
+    local ok, remaining, retry, reset = take(KEYS[ki], set.sps[1], now, cost)
     ki = ki + 1
-  elseif cost < 0 then
+    if ok == 1 then
+      out[oi + 1] = 2
+      out[oi + 2] = remaining
+      out[oi + 3] = reset
+      oi = oi + 3
+    else
+      out[oi + 1] = 3
+      out[oi + 2] = remaining
+      out[oi + 3] = retry
+      out[oi + 4] = reset
+      oi = oi + 4
+    end
+  elseif lease then
     local views
-    views, ai, ki = read_views(ai + 2, ki, nl, now, true)
-    local g, best, d = take_lease(views, -cost)
+    views, ki = views_of(set.sps, ki, now, true)
+    local g, best, d = take_lease(views, cost)
     out[oi + 1] = g
     out[oi + 2] = best
     out[oi + 3] = d[1]
@@ -46,7 +66,8 @@ for _ = 1, tonumber(ARGV[1]) do
     oi = oi + 7
   else
     local views
-    views, ai, ki = read_views(ai + 2, ki, nl, now, true)
+    views, ki = views_of(set.sps, ki, now, true)
+    local nl = #views
     local all = true
     for j = 1, nl do
       if not views[j].A.allows(views[j], cost) then

@@ -5,10 +5,17 @@ local TWO51 = 2251799813685248
 local TWO52 = 4503599627370496
 local ALG = {}
 
--- Globals read once per call: a local is a register, a global a table lookup.
-local floor, mmax, mmin = math.floor, math.max, math.min
-local sformat, smatch = string.format, string.match
-local rcall, tonumber, unpack = redis.call, tonumber, unpack
+-- Globals bound to locals by bind_globals(): a local is a register, a
+-- global a table lookup. Not at the top level: a Redis function library
+-- cannot read math, string or redis.call while it loads, only when a
+-- function runs. A script binds them as it starts (the line after this
+-- file); a library's functions the first time one of them is called.
+local floor, mmax, mmin, sformat, smatch, rcall, tonumber, unpack
+local function bind_globals()
+  floor, mmax, mmin = math.floor, math.max, math.min
+  sformat, smatch = string.format, string.match
+  rcall, tonumber, unpack = redis.call, _G.tonumber, _G.unpack
+end
 
 -- floor(a/b) for integers, exact (the float quotient is off by at most one).
 local function fdiv(a, b)
@@ -44,6 +51,11 @@ end
 local function str(x)
   return sformat('%.0f', x)
 end
+
+-- An integer passed straight to redis.call: a digit string (str) in a
+-- script; a function library passes the number itself (newLibrary), which
+-- Redis 7 writes as digits below 2^53, at less cost than string.format.
+local arg = str
 
 -- The Redis server's clock, in microseconds since the Unix epoch.
 local function clock()

@@ -48,14 +48,14 @@ function TB.take(key, sp, raw, cost)
     if d > full then
       -- The clock went back (tb_deficit): empty as of now.
       d = full
-      rcall('SET', key, str(mod52(base + full)), 'PX', ttl_ms((nq + cdiv(full, r)) * q, raw))
+      rcall('SET', key, arg(mod52(base + full)), 'PX', ttl_ms((nq + cdiv(full, r)) * q, raw))
     end
     return 0, mmax(fdiv(full - d, p), 0), mmax((nq + cdiv(d + need - full, r)) * q - raw, 0),
       mmax((nq + cdiv(d, r)) * q - raw, 0)
   end
   d = d + need
   local reset = (nq + cdiv(d, r)) * q
-  rcall('SET', key, str(mod52(base + d)), 'PX', ttl_ms(reset, raw))
+  rcall('SET', key, arg(mod52(base + d)), 'PX', ttl_ms(reset, raw))
   return 1, fdiv(full - d, p), 0, mmax(reset - raw, 0)
 end
 

@@ -1,0 +1,105 @@
+package remote
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/internal/conformance"
+	"github.com/hybridlimit/hybridlimit/limit"
+)
+
+// TestDecideManyMatchesOneByOne: a multi-key decide call, whose limits
+// travel once per set and whose requests name their set, answers every
+// request exactly as deciding the requests one by one, in order, does.
+// Random batches of decisions and leases over a few keys, so that one key
+// comes several times in a batch (the later requests must see the earlier
+// ones' charges), against single limits of each algorithm, a named one
+// and sets of several; the test clock moves between batches. On miniredis
+// and on real redis-server, with the code as a function library and as
+// scripts.
+func TestDecideManyMatchesOneByOne(t *testing.T) {
+	type pair struct{ many, one *Store }
+	kinds := map[string]func(t *testing.T) (pair, clock){
+		"miniredis": func(t *testing.T) (pair, clock) {
+			s, m, c := newMini(t)
+			rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), Protocol: 2})
+			t.Cleanup(func() { rdb.Close() })
+			return pair{s, otherStore(t, rdb, s)}, c
+		},
+	}
+	for _, m := range realModes {
+		kinds["redis/"+m.name] = func(t *testing.T) (pair, clock) {
+			s, _, c := newRealMode(t, m.fn)
+			return pair{s, otherStore(t, s.rdb, s)}, c
+		}
+	}
+	pool := [][]limit.Limit{
+		{limit.PerSecond(5)},
+		{limit.PerMinute(100)},
+		{{Algorithm: limit.LeakyBucket, Rate: 10, Period: time.Second, Burst: 4}},
+		{{Algorithm: limit.FixedWindow, Rate: 6, Period: time.Second}},
+		{{Algorithm: limit.SlidingWindowLog, Rate: 5, Period: time.Second}},
+		{{Algorithm: limit.SlidingWindowCounter, Rate: 7, Period: time.Second}},
+		{{Rate: 8, Period: time.Second, Name: "api"}},
+		{limit.PerSecond(5), {Algorithm: limit.FixedWindow, Rate: 20, Period: time.Minute}},
+		{{Algorithm: limit.SlidingWindowCounter, Rate: 9, Period: time.Second}, {Algorithm: limit.SlidingWindowLog, Rate: 12, Period: 2 * time.Second}},
+	}
+	for name, newPair := range kinds {
+		t.Run(name, func(t *testing.T) {
+			p, c := newPair(t)
+			ctx := context.Background()
+			rng := rand.New(rand.NewPCG(7, 11))
+			now := conformance.Base
+			for batch := range 60 {
+				c.set(t, now)
+				reqs := make([]Request, 1+rng.IntN(40))
+				for i := range reqs {
+					key := "k" + strconv.Itoa(rng.IntN(5))
+					limits := pool[rng.IntN(len(pool))]
+					var err error
+					if rng.IntN(6) == 0 {
+						reqs[i], err = NewLease(key, 1+rng.Int64N(4), limits...)
+					} else {
+						reqs[i], err = NewDecision(key, 1+rng.Int64N(3), limits...)
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				out := make([]Result, len(reqs))
+				if err := p.many.DecideMany(ctx, reqs, out); err != nil {
+					t.Fatalf("batch %d: DecideMany: %v", batch, err)
+				}
+				for i, r := range reqs {
+					want, err := p.one.Decide(ctx, r)
+					if err != nil {
+						t.Fatalf("batch %d request %d: Decide: %v", batch, i, err)
+					}
+					if out[i] != want {
+						t.Fatalf("batch %d request %d (%s, n=%d, lease %v, %v):\nDecideMany = %+v\nDecide     = %+v",
+							batch, i, r.key, r.n, r.lease, r.limits, out[i], want)
+					}
+				}
+				now = now.Add(time.Duration(rng.IntN(300)) * time.Millisecond)
+			}
+		})
+	}
+}
+
+// otherStore is a store beside s on client rdb, with s's scripts and the
+// form of code s runs, under a prefix of its own.
+func otherStore(t *testing.T, rdb Client, s *Store) *Store {
+	t.Helper()
+	o, err := New(rdb, Config{Prefix: "other:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.scripts = s.scripts
+	o.fn.Store(s.fn.Load())
+	return o
+}
