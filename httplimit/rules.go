@@ -424,15 +424,14 @@ func checkRule(r Rule) (warnings []string, _ error) {
 }
 
 // longestDelay is the Delay of a request of one unit that finds l's queue
-// as full as it can be (Burst-1 units), computed as package limit does.
+// as full as it can be (Burst-1 units): the LeakyBucket's own
+// algo.Spec.LongestDelay. It is 0 for an invalid limit.
 func longestDelay(l hybrid.Limit) time.Duration {
 	sp, err := limitspec.Of(l)
 	if err != nil {
 		return 0
 	}
-	q := (sp.C - 1) * sp.P // within 2^50 by Spec's own bound
-	quanta := (q + sp.R - 1) / sp.R
-	return time.Duration(quanta*sp.Q) * time.Microsecond
+	return sp.LongestDelay()
 }
 
 // burstFor is the largest burst whose longest delay fits in d.

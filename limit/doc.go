@@ -89,8 +89,9 @@
 // State (a full budget). A named limit's state is keyed by its Name and
 // algorithm, and kept with the integer form of the limit it was written
 // for; a request whose limit of that name has another rate, period or burst
-// converts it first: the units in use at now, the old capacity minus what the old limit admits
-// (rounded up to whole units), are charged afresh to the new limit at now,
+// converts it first: the units in use at now, the old capacity minus what
+// the old limit admits (rounded up to whole units), are charged afresh to
+// the new limit at now,
 // at most its capacity. So a change never grants more than the new
 // capacity, and a lowered limit denies a client that used more than it
 // for at most one fill time (a bucket) or one period (two for
@@ -104,8 +105,9 @@
 // under the old limit are not given back to the converted state.
 //
 // The stores' leases (a batch of units taken at once, whose unused part is
-// given back) follow the same rules: a lease given back after its state was rebased finds its window, or its events, moved
-// to now, and returns nothing unless its own time lies in now's window, as
+// given back) follow the same rules: a lease given back after its state
+// was rebased finds its window, or its events, moved to now, and returns
+// nothing unless its own time lies in now's window, as
 // it does for a lease taken before a step forward and given back after the
 // step's correction: its units then go to the count that the rebase moved
 // there, so the limit is exceeded by at most the units leased across both

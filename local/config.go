@@ -29,7 +29,7 @@ type Config struct {
 	// drops expired entries and otherwise evicts the least recently used of
 	// a small sample; an evicted key forgets its state and looks fresh
 	// (a full bucket, an empty window) the next time it is seen.
-	// An entry takes 192 bytes, plus its key when longer than 64 bytes.
+	// An entry takes 192 bytes, plus its key when longer than 48 bytes.
 	// Default 1_000_000 (DefaultMaxKeys), about 200 MB at most.
 	MaxKeys int
 
@@ -41,10 +41,10 @@ type Config struct {
 	// MaxKeys. Default 256 (DefaultShards).
 	Shards int
 
-	// Now returns the current time. Allow, AllowN, Lease, GiveBack and
-	// Sweep call it once per call, from the caller's goroutine and never
-	// under a lock, so it must be safe for concurrent use. Tests inject a
-	// fixed or stepped clock here. Default: the wall clock read by New,
+	// Now returns the current time. Allow, AllowN, Lease, Peek, Refund,
+	// GiveBack and Sweep call it once per call, from the caller's goroutine
+	// and never under a lock, so it must be safe for concurrent use. Tests
+	// inject a fixed or stepped clock here. Default: the wall clock read by New,
 	// advanced by the monotonic clock (cheaper than time.Now, and immune to
 	// steps of the wall clock).
 	Now func() time.Time

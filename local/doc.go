@@ -38,7 +38,7 @@
 // (hash/maphash, seeded per Limiter), each with its own mutex and index, so the limits of one key
 // share a shard and one lock, and different keys rarely contend. A shard's
 // index (open addressing by the key's hash) holds the first of the key's
-// entries, which are chained. An entry is 192 bytes, keys of up to 64 bytes
+// entries, which are chained. An entry is 192 bytes, keys of up to 48 bytes
 // included, and a decision reads two of its cache lines. Each shard also
 // remembers the entry of its latest single-limit request, so a hot key is
 // found without an index lookup. Deciding for a key already present
@@ -67,7 +67,7 @@
 //   - when memory is full (see below).
 //
 // Memory is bounded: there are never more than Config.MaxKeys entries (192
-// bytes each, plus keys longer than 64 bytes), spread evenly over the shards.
+// bytes each, plus keys longer than 48 bytes), spread evenly over the shards.
 // Inserting into a full shard samples eight of its entries and drops the
 // expired ones among them or, when none is, the least recently used.
 // Eviction forgets state: an evicted key looks fresh the next time it is
@@ -86,8 +86,9 @@
 //
 // # Time
 //
-// The Limiter reads Config.Now (time.Now by default) once per call, in
-// microseconds; AllowAt and LeaseAt take the instant from the caller instead.
+// The Limiter reads Config.Now once per call, in microseconds (by default
+// the wall clock read by New, advanced by the monotonic clock); AllowAt and
+// LeaseAt take the instant from the caller instead.
 // Time that goes backwards is handled as package limit documents.
 //
 // A Limiter is safe for concurrent use by multiple goroutines. It holds no

@@ -4,10 +4,11 @@ import "math/rand/v2"
 
 // index maps a key hash to the head of its chain of entries: an open-
 // addressing table with linear probing, in place of a Go map. A lookup is
-// one probe of a 16-byte slot in the common case, and the slots sit in one
-// array, which in the 10,000-key benchmark was the difference between
-// trailing and matching x/time/rate's sync.Map. Not safe for concurrent use:
-// the shard's mutex guards it.
+// one probe of a slotBytes slot in the common case, and the slots sit in
+// one array. BenchmarkIndexGet, BenchmarkIndexChurn and BenchmarkIndexSample
+// measure it against a Go map used the same way (mapIndex): see
+// DESIGN-NOTES.md, "Each hot-path trick pays or goes". Not safe for
+// concurrent use: the shard's mutex guards it.
 type index struct {
 	slots []slot // a power of two long, or nil while empty
 	n     int    // slots in use
@@ -19,12 +20,29 @@ type slot struct {
 	e *entry
 }
 
-// minSlots is the size of a table's first allocation.
-const minSlots = 8
+// The numbers of the table.
+const (
+	// minSlots is the size of a table's first allocation.
+	minSlots = 8
+	// loadNum/loadDen is the most of its slots a table fills before it
+	// doubles (3/4), so that probe runs stay short; a table just doubled
+	// is 3/8 full.
+	loadNum, loadDen = 3, 4
+	// slotBytes is the size of a slot, a hash and a pointer: four to a
+	// cache line (TestIndexNumbers).
+	slotBytes = 16
+	// homeShift drops the low half of a hash, which chose the shard
+	// (Limiter.shardOf takes at most 16 bits: MaxShards; TestIndexNumbers),
+	// before the table takes a slot from it.
+	homeShift = 32
+)
 
 // home is the slot a hash probes first. The low bits of h chose the shard,
 // so the table takes its position from the high ones.
-func home(h uint64, mask int) int { return int(h>>32) & mask }
+func home(h uint64, mask int) int { return int(h>>homeShift) & mask }
+
+// fits reports whether n hashes fit in a table of size slots.
+func fits(n, size int) bool { return n*loadDen <= size*loadNum }
 
 // get returns the head of h's chain, or nil.
 func (x *index) get(h uint64) *entry {
@@ -45,7 +63,7 @@ func (x *index) get(h uint64) *entry {
 
 // put makes e the head of h's chain, adding h if it is not present.
 func (x *index) put(h uint64, e *entry) {
-	if (x.n+1)*4 > len(x.slots)*3 {
+	if !fits(x.n+1, len(x.slots)) {
 		x.resize(max(minSlots, len(x.slots)*2))
 	}
 	mask := len(x.slots) - 1
@@ -111,7 +129,7 @@ func (x *index) resize(size int) {
 // memory of a table that once held many more.
 func (x *index) shrink() {
 	size := minSlots
-	for x.n*4 > size*3 {
+	for !fits(x.n, size) {
 		size *= 2
 	}
 	if size < len(x.slots) {

@@ -3,7 +3,19 @@ package local
 import (
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
+
+// TestIndexNumbers checks what the index's constants say: a slot is
+// slotBytes, and the bits home takes are above those that choose a shard.
+func TestIndexNumbers(t *testing.T) {
+	if got := unsafe.Sizeof(slot{}); got != slotBytes {
+		t.Errorf("unsafe.Sizeof(slot{}) = %d, want slotBytes (%d)", got, slotBytes)
+	}
+	if MaxShards > 1<<homeShift {
+		t.Errorf("MaxShards = %d takes more than the %d low bits homeShift leaves to the shard", MaxShards, homeShift)
+	}
+}
 
 // TestIndexMatchesMap drives the index and a Go map with the same random
 // puts and deletes, on hashes chosen to collide in the table's slots, and

@@ -315,10 +315,11 @@ func (l *Limiter) Sweep() {
 	}
 }
 
-// shard returns the shard of key.
-
+// hash returns key's hash, seeded per Limiter: its low bits choose the
+// shard, its high bits the key's first slot in the shard's index (home).
 func (l *Limiter) hash(key string) uint64 { return maphash.String(l.seed, key) }
 
+// shardOf returns the shard of a key of hash h.
 func (l *Limiter) shardOf(h uint64) *shard { return &l.shards[h&l.mask] }
 
 // checkRequest checks the key, that there is at least one limit, and that
@@ -337,9 +338,9 @@ func checkRequest(key string, limits []limit.Limit) error {
 }
 
 // badRequest builds the error for a request refused under the lock: the
-// limit at index bad is invalid (err from limit.Limit.Validate) or cost is out of its
-// range (err nil); or there were bad limits, more than the shard holds (err
-// is ErrTooManyLimits).
+// limit at index bad is invalid (err from limit.Limit.Validate) or cost is
+// out of its range (err nil); or, when err is ErrTooManyLimits, the request
+// has bad limits, more than the shard holds.
 func (l *Limiter) badRequest(sh *shard, limits []limit.Limit, bad int, cost int64, err error) error {
 	switch {
 	case errors.Is(err, ErrTooManyLimits):

@@ -12,7 +12,7 @@ import (
 	"github.com/hybridlimit/hybridlimit/limit"
 )
 
-// Sampling sizes of the incremental cleanup.
+// Sizes and times of the cleanup: on inserts, on eviction and by Sweep.
 const (
 	// tidySample is how many entries an insert into a shard with room
 	// examines, dropping the expired ones.
@@ -21,7 +21,8 @@ const (
 	// it drops the expired ones or, when there are none, the least recently
 	// used.
 	evictSample = 8
-	// rebuildMin is the peak size below which Sweep never rebuilds a map.
+	// rebuildMin is the peak number of keys (chains) of a shard below which
+	// Sweep never shrinks its index.
 	rebuildMin = 1024
 	// retainMin is the shortest time, in microseconds, an expired entry is
 	// kept by the cleanup done on inserts (see entry.retired).
@@ -39,7 +40,7 @@ const (
 // the Limit: the Spec identifies the limit (algo.Spec.Matches) and is what
 // a decision computes with.
 type entry struct {
-	spec  algo.Spec  // the limit's integer form, computed once at insert
+	spec  algo.Spec  // the limit's integer form, computed at insert (again when a named limit changes)
 	key   string     // the key: in buf, or a copy of a longer one
 	used  int64      // µs of the last request that touched the entry
 	state algo.State // the limit's state for the key
@@ -85,10 +86,10 @@ func (e *entry) retired(nowUS int64) bool {
 // shard is one lock's worth of entries. All the limits of one key live in the
 // same shard, so a request is decided under a single lock.
 //
-// Its map is keyed by the user key alone and holds the first entry of the
-// key's chain: one entry per (key, limit) pair, found with a string-keyed map
-// lookup (which Go makes several times faster than one keyed by a struct of a
-// string and a Limit) and a short walk comparing limits.
+// Its index maps the hash of a key to the first entry of a chain: one entry
+// per (key, limit) pair of the keys of that hash (almost always one key),
+// found with one probe of the index in the common case and a short walk
+// comparing the key and the limit (see index).
 type shard struct {
 	// The fields every decision reads come first, in one cache line.
 	mu sync.Mutex
@@ -100,7 +101,7 @@ type shard struct {
 
 	n    int // entries in all chains
 	cap  int // most entries the shard may hold
-	peak int // most keys m held since it was last built
+	peak int // most keys (chains) m held since Sweep last shrank it
 
 	_ [48]byte // to two 64-byte cache lines
 }
@@ -218,7 +219,8 @@ func (g *group) holds(e *entry) bool {
 // order, then cost against it: at least 1, and at most its capacity when
 // capped. It does so before it inserts anything, so bad input changes
 // nothing, and then returns the index of the offending limit and, for an
-// invalid limit, the error of algo.Spec, or the number of limits and
+// invalid limit, the error of limit.Limit.Validate (from limitspec.Of), or
+// the number of limits and
 // ErrTooManyLimits when they cannot all fit in the shard. It returns -1, nil
 // when g is ready. Called with sh.mu held.
 func (sh *shard) gather(g *group, h uint64, key string, limits []limit.Limit, cost int64, capped bool, nowUS int64) (int, error) {

@@ -76,9 +76,9 @@ func advance(now time.Time, dt time.Duration) time.Time {
 
 func isBucket(a limit.Algorithm) bool { return a == limit.TokenBucket || a == limit.LeakyBucket }
 
-// checkTake decides one request with limit.Take, checks every invariant the
-// semantics guarantee, and returns the state to continue from and the
-// decision.
+// checkTake decides one request with take (limit.Take on a State the test
+// can look into), checks every invariant the semantics guarantee, and
+// returns the state to continue from and the decision.
 func checkTake(t *testing.T, s algo.State, l limit.Limit, sp algo.Spec, now time.Time, cost int64) (algo.State, limit.Decision) {
 	t.Helper()
 	c := l.Capacity()
@@ -376,8 +376,8 @@ func FuzzTakeAll(f *testing.F) {
 	})
 }
 
-// checkTakeAll decides one request with TakeAll, compares it with Take on
-// each limit alone, and leaves the new states in states.
+// checkTakeAll decides one request with takeAll (limit.TakeAll), compares
+// it with take on each limit alone, and leaves the new states in states.
 func checkTakeAll(t *testing.T, states []algo.State, limits []limit.Limit, now time.Time, cost int64) {
 	t.Helper()
 	before := cloneAll(states)
@@ -597,7 +597,7 @@ func FuzzValidate(f *testing.F) {
 		_ = l.Algorithm.String() + algo.ID(l.Algorithm).Code()
 		sp, err := limitspec.Of(l)
 		if verr := l.Validate(); (verr == nil) != (err == nil) {
-			t.Fatalf("%#v: Validate() = %v but Spec() error = %v", l, verr, err)
+			t.Fatalf("%#v: Validate() = %v but limitspec.Of error = %v", l, verr, err)
 		}
 		want := validOracle(l)
 		if err != nil {
@@ -642,7 +642,8 @@ func isPowerOfTen(q int64) bool {
 	return q == 1
 }
 
-// validOracle restates the rules of Limit.Spec independently.
+// validOracle restates independently which limits are valid: the bounds
+// Limit.Validate checks, then the quantum algo.New searches for.
 func validOracle(l limit.Limit) bool {
 	a := l.Algorithm
 	if a > limit.SlidingWindowCounter || l.Rate < 1 || l.Rate > maxRate {

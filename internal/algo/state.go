@@ -8,12 +8,15 @@ package algo
 // append does, so a copy that must stay as it was needs its own Log.
 type State struct {
 	// T is the time of the last charge, in microseconds since the Unix
-	// epoch; 0 means never.
+	// epoch; 0 means never. The buckets and windows also set it to now
+	// when they give units back or rebase a state ahead of now (A and B
+	// are counted as of T), SlidingWindowLog when it rebases its events.
 	T int64
 	// A is, for TokenBucket, the deficit (capacity minus tokens) and, for
 	// LeakyBucket, the queued work, both scaled by the period in quanta
 	// (Spec.P); for FixedWindow and SlidingWindowCounter the count in T's
-	// window; for SlidingWindowLog the number of events in Log.
+	// window; for SlidingWindowLog the units in Log (the sum of the
+	// events' N).
 	A int64
 	// B is, for SlidingWindowCounter, the count in the window before T's.
 	B int64

@@ -51,7 +51,8 @@ func cloneAll(states []algo.State) []algo.State {
 }
 
 // available returns how many units l admits at now from s, without changing
-// s: Remaining+1 after an allowed probe of one unit, else 0.
+// s: Remaining+1 after an allowed probe of one unit, else the denial's
+// Remaining (0).
 func available(t testing.TB, s algo.State, l limit.Limit, now time.Time) int64 {
 	t.Helper()
 	_, d, err := take(clone(s), l, now, 1)
