@@ -121,27 +121,11 @@ func fromShared(r ruleset.Rule) Rule {
 }
 
 // shared converts the set to its ruleset form.
-func (rs RuleSet) shared() ruleset.RuleSet {
-	out := ruleset.RuleSet{Rules: make([]ruleset.Rule, len(rs.Rules))}
-	for i, r := range rs.Rules {
-		out.Rules[i] = r.shared()
-	}
-	if rs.Default != nil {
-		d := rs.Default.shared()
-		out.Default = &d
-	}
-	return out
-}
+func (rs RuleSet) shared() ruleset.RuleSet { return ruleset.SetOf(rs.Rules, rs.Default, Rule.shared) }
 
 func setFromShared(rs ruleset.RuleSet) RuleSet {
-	out := RuleSet{Rules: make([]Rule, len(rs.Rules))}
-	for i, r := range rs.Rules {
-		out.Rules[i] = fromShared(r)
-	}
-	if rs.Default != nil {
-		d := fromShared(*rs.Default)
-		out.Default = &d
-	}
+	var out RuleSet
+	out.Rules, out.Default = ruleset.Unset(rs, fromShared)
 	return out
 }
 

@@ -105,10 +105,7 @@ type Outcome struct {
 func (e *Engine[M]) Admit(ctx context.Context, key string, rl *Compiled, attrs func() []any) Outcome {
 	res, err := e.lim.AllowN(ctx, key, 1, rl.Limits...)
 	if err != nil {
-		rl.Stats.Errors.Add(1)
-		if ok, n := rl.Stats.Sample(e.now()); ok {
-			e.log.Error(e.d.Pkg+": limiter failed; request passes", "rule", rl.Name, "err", err, "suppressed", n)
-		}
+		e.Failed(rl, err)
 		return Outcome{}
 	}
 	if rl.Shadow {
@@ -144,6 +141,15 @@ func (e *Engine[M]) Admit(ctx context.Context, key string, rl *Compiled, attrs f
 		o.Gone = true
 	}
 	return o
+}
+
+// Failed counts a Limiter error under rl and logs it (sampled); the
+// request passes.
+func (e *Engine[M]) Failed(rl *Compiled, err error) {
+	rl.Stats.Errors.Add(1)
+	if ok, n := rl.Stats.Sample(e.now()); ok {
+		e.log.Error(e.d.Pkg+": limiter failed; request passes", "rule", rl.Name, "err", err, "suppressed", n)
+	}
 }
 
 // Hold waits for d, and reports false when ctx ended first; the unit the

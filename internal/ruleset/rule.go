@@ -415,3 +415,29 @@ func policy(r Rule) (names []string, field string) {
 	}
 	return names, b.String()
 }
+
+// SetOf builds a RuleSet from a middleware's rules, conv converting one.
+func SetOf[R any](rules []R, def *R, conv func(R) Rule) RuleSet {
+	out := RuleSet{Rules: make([]Rule, len(rules))}
+	for i, r := range rules {
+		out.Rules[i] = conv(r)
+	}
+	if def != nil {
+		d := conv(*def)
+		out.Default = &d
+	}
+	return out
+}
+
+// Unset converts rs back to a middleware's rules, conv converting one.
+func Unset[R any](rs RuleSet, conv func(Rule) R) (rules []R, def *R) {
+	rules = make([]R, len(rs.Rules))
+	for i, r := range rs.Rules {
+		rules[i] = conv(r)
+	}
+	if rs.Default != nil {
+		d := conv(*rs.Default)
+		def = &d
+	}
+	return rules, def
+}
