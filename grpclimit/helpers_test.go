@@ -3,6 +3,7 @@ package grpclimit
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"sync"
@@ -91,7 +92,9 @@ var echoDesc = grpc.ServiceDesc{
 	Streams: []grpc.StreamDesc{{StreamName: "Chat", ServerStreams: true, ClientStreams: true, Handler: func(srv any, ss grpc.ServerStream) error {
 		for {
 			m := new(wrapperspb.StringValue)
-			if err := ss.RecvMsg(m); err != nil {
+			if err := ss.RecvMsg(m); err == io.EOF {
+				return nil
+			} else if err != nil {
 				return err
 			}
 			if err := ss.SendMsg(m); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -322,5 +323,157 @@ func TestKeysEndToEnd(t *testing.T) {
 		if _, err := tt.client.Check(ctx, &healthpb.HealthCheckRequest{}); status.Code(err) != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
 		}
+	}
+}
+
+func TestShadowRule(t *testing.T) {
+	var log logBuffer
+	ic := newInterceptor(t, newLimiter(t), Config{Logger: log.logger(), Rules: RuleSet{
+		Rules: []Rule{{Name: "trial", Method: mCheck, Shadow: true, Limits: []hybrid.Limit{hybrid.PerMinute(2)}}},
+	}})
+	ic.now = func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) } // the log sampler's clock
+	client := healthpb.NewHealthClient(dial(t, serve(t, ic).addr))
+	ctx := ctxT(t)
+	for i := range 5 {
+		var md metadata.MD
+		if _, err := client.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&md)); err != nil {
+			t.Fatalf("call %d = %v, want OK: a shadow rule never blocks", i+1, err)
+		}
+		if len(md.Get(RateLimitMetadata)) != 0 || len(md.Get(PolicyMetadata)) != 0 {
+			t.Errorf("call %d: metadata %v from a shadow rule", i+1, md)
+		}
+	}
+	st := ic.Stats().Rules[0]
+	if st.Allowed != 2 || st.ShadowDenied != 3 || st.Denied != 0 || !st.Shadow {
+		t.Errorf("Stats = %+v, want 2 allowed, 3 shadow-denied", st)
+	}
+	if n := strings.Count(log.String(), "grpclimit: shadow rule would deny"); n != 1 {
+		t.Errorf("log has %d shadow lines, want 1 (sampled):\n%s", n, log.String())
+	}
+	if !strings.Contains(log.String(), "rule=trial method=/grpc.health.v1.Health/Check") {
+		t.Errorf("log does not name the rule and method:\n%s", log.String())
+	}
+	// The budget was charged: the rule, once enforced, denies at once.
+	if err := ic.SetRules(RuleSet{Rules: []Rule{{Name: "trial", Method: mCheck, Limits: []hybrid.Limit{hybrid.PerMinute(2)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Check(ctx, &healthpb.HealthCheckRequest{}); status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("after enforcing: %v, want ResourceExhausted", err)
+	}
+}
+
+// TestLeakyBucketHolds: a LeakyBucket rule holds calls for their Delay,
+// refuses one that would wait past MaxDelay and gives its place back, as
+// it does for a call whose deadline passes while held.
+func TestLeakyBucketHolds(t *testing.T) {
+	lim := newLimiter(t)
+	// One every 100ms, a queue of 4: of calls made at once, the nth waits
+	// (n-1)×100ms; the 4th would wait 300ms, above the 250ms allowed.
+	leaky := hybrid.Limit{Algorithm: hybrid.LeakyBucket, Rate: 10, Period: time.Second, Burst: 4}
+	var log logBuffer
+	ic := newInterceptor(t, lim, Config{Logger: log.logger(), Rules: RuleSet{Default: &Rule{Limits: []hybrid.Limit{leaky}, MaxDelay: 250 * time.Millisecond}}})
+	if !strings.Contains(log.String(), "lower the burst to 3") {
+		t.Errorf("no warning about the queue outlasting MaxDelay:\n%s", log.String())
+	}
+	client := healthpb.NewHealthClient(dial(t, serve(t, ic).addr))
+	ctx := ctxT(t)
+	start := time.Now()
+	errs := make([]error, 5)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = client.Check(ctx, &healthpb.HealthCheckRequest{}) })
+	}
+	wg.Wait()
+	passed := 0
+	for _, err := range errs {
+		if err == nil {
+			passed++
+		} else if ri, _ := details(t, err); ri.GetRetryDelay().AsDuration() != time.Second {
+			t.Errorf("RetryInfo = %v, want 1s", ri)
+		}
+	}
+	// Calls that reach Redis more than 50ms apart find a shorter queue.
+	if passed < 3 || passed == 5 {
+		t.Errorf("%d of 5 calls at once passed, want 3 (4 if the machine spread them)", passed)
+	}
+	if took := time.Since(start); took < 200*time.Millisecond {
+		t.Errorf("5 calls took %v, want the third held 200ms", took)
+	}
+	st := ic.Stats().Rules[0]
+	if st.Allowed != 1 || st.Delayed != int64(passed-1) || st.Denied != int64(5-passed) {
+		t.Errorf("Stats = %+v, want 1 allowed, %d delayed, %d denied", st, passed-1, 5-passed)
+	}
+
+	// The place of a refused call, and of a call whose deadline passes
+	// while held, goes back.
+	slow := hybrid.Limit{Algorithm: hybrid.LeakyBucket, Rate: 1, Period: time.Minute, Burst: 5}
+	if err := ic.SetRules(RuleSet{Default: &Rule{Name: "slow", Limits: []hybrid.Limit{slow}, MaxDelay: time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	rl := ic.eng.Rules().Default
+	key := rl.KeyPrefix + "ip:127.0.0.1"
+	remaining := func() int64 {
+		t.Helper()
+		r, err := lim.Peek(ctx, key, rl.Limits...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Remaining
+	}
+	if _, err := client.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	before := remaining()
+	_, err := client.Check(ctx, &healthpb.HealthCheckRequest{}) // would be held a minute
+	if ri, _ := details(t, err); ri.GetRetryDelay().AsDuration() != 59*time.Second {
+		t.Errorf("RetryInfo = %v, want 59s", ri)
+	}
+	if after := remaining(); after != before {
+		t.Errorf("queue after a refused call: remaining %d, want %d (its place given back)", after, before)
+	}
+	if err := ic.SetRules(RuleSet{Default: &Rule{Name: "slow", Limits: []hybrid.Limit{slow}, MaxDelay: time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := client.Check(short, &healthpb.HealthCheckRequest{}); status.Code(err) != codes.DeadlineExceeded {
+		t.Errorf("call held past its deadline = %v, want DeadlineExceeded", err)
+	}
+	waitFor(t, "the place given back", func() bool { return remaining() == before })
+}
+
+func TestLimiterClosedPasses(t *testing.T) {
+	lim := newLimiter(t)
+	var log logBuffer
+	ic := newInterceptor(t, lim, Config{Logger: log.logger(), Rules: RuleSet{Default: &Rule{Limits: perMin}}})
+	client := healthpb.NewHealthClient(dial(t, serve(t, ic).addr))
+	lim.Close()
+	for range 3 {
+		if _, err := client.Check(ctxT(t), &healthpb.HealthCheckRequest{}); err != nil {
+			t.Fatalf("Check = %v, want OK after the Limiter's Close", err)
+		}
+	}
+	if st := ic.Stats().Rules[0]; st.Errors != 3 {
+		t.Errorf("Errors = %d, want 3", st.Errors)
+	}
+	if !strings.Contains(log.String(), "grpclimit: limiter failed") {
+		t.Errorf("log = %q, want the failure", log.String())
+	}
+}
+
+func TestFailOpenSendsThePolicyOnly(t *testing.T) {
+	lim, err := hybrid.New(hybrid.Config{Addrs: []string{"127.0.0.1:1"}, OnFailure: hybrid.FailOpen, Timeout: 200 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lim.Close()
+	ic := newInterceptor(t, lim, Config{Rules: RuleSet{Default: &Rule{Limits: perMin}}})
+	client := healthpb.NewHealthClient(dial(t, serve(t, ic).addr))
+	var md metadata.MD
+	if _, err := client.Check(ctxT(t), &healthpb.HealthCheckRequest{}, grpc.Header(&md)); err != nil {
+		t.Fatal(err)
+	}
+	if len(md.Get(PolicyMetadata)) != 1 || len(md.Get(RateLimitMetadata)) != 0 {
+		t.Errorf("metadata = %v, want the policy only", md)
 	}
 }
