@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"strings"
 
 	"github.com/hybridlimit/hybridlimit/internal/clientkey"
@@ -93,7 +92,7 @@ type Config struct {
 }
 
 // withDefaults copies cfg, fills its defaults and validates it.
-func (c Config) withDefaults() (Config, []netip.Prefix, error) {
+func (c Config) withDefaults() (Config, clientkey.Keys, error) {
 	if c.ForwardedMetadata == "" {
 		c.ForwardedMetadata = DefaultForwardedMetadata
 	}
@@ -102,22 +101,19 @@ func (c Config) withDefaults() (Config, []netip.Prefix, error) {
 		c.APIKeyMetadata = DefaultAPIKeyMetadata
 	}
 	c.APIKeyMetadata = strings.ToLower(c.APIKeyMetadata)
-	if err := clientkey.CheckPrefixes(&c.IPv4Prefix, &c.IPv6Prefix); err != nil {
-		return c, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
 	if c.Prefix == "" {
 		c.Prefix = DefaultPrefix
 	}
 	if len(c.Prefix) > maxPrefixLen {
-		return c, nil, fmt.Errorf("%w: Prefix of %d bytes, at most %d", ErrInvalidConfig, len(c.Prefix), maxPrefixLen)
+		return c, clientkey.Keys{}, fmt.Errorf("%w: Prefix of %d bytes, at most %d", ErrInvalidConfig, len(c.Prefix), maxPrefixLen)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	trusted, err := clientkey.ParseTrusted(c.TrustedProxies)
+	keys, err := clientkey.NewKeys(c.TrustedProxies, c.ForwardedMetadata, c.IPv4Prefix, c.IPv6Prefix, c.VerifyAPIKey)
 	if err != nil {
-		return c, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return c, keys, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	c.TrustedProxies = append([]string(nil), c.TrustedProxies...)
-	return c, trusted, nil
+	return c, keys, nil
 }

@@ -35,17 +35,11 @@ func New(lim *hybrid.Limiter, cfg Config) (*Interceptor, error) {
 	if lim == nil {
 		return nil, fmt.Errorf("%w: nil Limiter", ErrInvalidConfig)
 	}
-	cfg, trusted, err := cfg.withDefaults()
+	cfg, keys, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	i := &Interceptor{cfg: cfg, now: time.Now}
-	i.keys = clientkey.Keys{
-		Resolver:   clientkey.NewResolver(trusted, clientkey.IsForwarded(cfg.ForwardedMetadata)),
-		IPv4Prefix: cfg.IPv4Prefix,
-		IPv6Prefix: cfg.IPv6Prefix,
-		Verify:     cfg.VerifyAPIKey,
-	}
+	i := &Interceptor{cfg: cfg, keys: keys, now: time.Now}
 	i.eng, err = ruleset.NewEngine(dialect, lim, cfg.Rules.shared(), cfg.Prefix, cfg.Logger, func() time.Time { return i.now() })
 	if err != nil {
 		return nil, err

@@ -43,22 +43,18 @@ func (f *fileRule) Fill(r *ruleset.Rule)      { r.Pattern, r.PerMessage = f.Meth
 // Unknown fields (route: among them), duplicate keys and a file without
 // any rule are errors. Errors wrap ErrInvalidRules and name the line or
 // the rule.
-func ParseRules(data []byte) (RuleSet, error) {
-	rs, err := parse(data)
-	if err != nil {
-		return RuleSet{}, err
-	}
-	return setFromShared(rs), nil
-}
+func ParseRules(data []byte) (RuleSet, error) { return fromFile(parse(data)) }
 
 func parse(data []byte) (ruleset.RuleSet, error) { return ruleset.Parse[fileRule](dialect, data) }
 
 // LoadRules reads and parses a rules file (see ParseRules) of at most
 // MaxRulesFileSize bytes.
-func LoadRules(path string) (RuleSet, error) {
-	data, err := ruleset.ReadFile(dialect, path)
+func LoadRules(path string) (RuleSet, error) { return fromFile(ruleset.Load[fileRule](dialect, path)) }
+
+// fromFile converts the rules of a parsed file, or passes its error on.
+func fromFile(rs ruleset.RuleSet, err error) (RuleSet, error) {
 	if err != nil {
 		return RuleSet{}, err
 	}
-	return ParseRules(data)
+	return setFromShared(rs), nil
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
 
 	"github.com/hybridlimit/hybridlimit/internal/clientkey"
 )
@@ -125,7 +124,7 @@ type Config struct {
 }
 
 // withDefaults copies cfg, fills its defaults and validates it.
-func (c Config) withDefaults() (Config, []netip.Prefix, error) {
+func (c Config) withDefaults() (Config, clientkey.Keys, error) {
 	if c.ForwardedHeader == "" {
 		c.ForwardedHeader = DefaultForwardedHeader
 	}
@@ -134,25 +133,22 @@ func (c Config) withDefaults() (Config, []netip.Prefix, error) {
 		c.APIKeyHeader = DefaultAPIKeyHeader
 	}
 	c.APIKeyHeader = http.CanonicalHeaderKey(c.APIKeyHeader)
-	if err := clientkey.CheckPrefixes(&c.IPv4Prefix, &c.IPv6Prefix); err != nil {
-		return c, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
 	if c.Headers > HeadersNone {
-		return c, nil, fmt.Errorf("%w: unknown Headers %v", ErrInvalidConfig, c.Headers)
+		return c, clientkey.Keys{}, fmt.Errorf("%w: unknown Headers %v", ErrInvalidConfig, c.Headers)
 	}
 	if c.Prefix == "" {
 		c.Prefix = DefaultPrefix
 	}
 	if len(c.Prefix) > maxPrefixLen {
-		return c, nil, fmt.Errorf("%w: Prefix of %d bytes, at most %d", ErrInvalidConfig, len(c.Prefix), maxPrefixLen)
+		return c, clientkey.Keys{}, fmt.Errorf("%w: Prefix of %d bytes, at most %d", ErrInvalidConfig, len(c.Prefix), maxPrefixLen)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	trusted, err := clientkey.ParseTrusted(c.TrustedProxies)
+	keys, err := clientkey.NewKeys(c.TrustedProxies, c.ForwardedHeader, c.IPv4Prefix, c.IPv6Prefix, c.VerifyAPIKey)
 	if err != nil {
-		return c, nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return c, keys, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	c.TrustedProxies = append([]string(nil), c.TrustedProxies...)
-	return c, trusted, nil
+	return c, keys, nil
 }

@@ -28,17 +28,11 @@ func New(lim *hybrid.Limiter, cfg Config) (*Middleware, error) {
 	if lim == nil {
 		return nil, fmt.Errorf("%w: nil Limiter", ErrInvalidConfig)
 	}
-	cfg, trusted, err := cfg.withDefaults()
+	cfg, keys, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	m := &Middleware{cfg: cfg, now: time.Now}
-	m.keys = clientkey.Keys{
-		Resolver:   clientkey.NewResolver(trusted, clientkey.IsForwarded(cfg.ForwardedHeader)),
-		IPv4Prefix: cfg.IPv4Prefix,
-		IPv6Prefix: cfg.IPv6Prefix,
-		Verify:     cfg.VerifyAPIKey,
-	}
+	m := &Middleware{cfg: cfg, keys: keys, now: time.Now}
 	m.eng, err = ruleset.NewEngine(dialect, lim, cfg.Rules.shared(), cfg.Prefix, cfg.Logger, func() time.Time { return m.now() })
 	if err != nil {
 		return nil, err

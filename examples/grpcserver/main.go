@@ -111,7 +111,7 @@ func serveMode(ctx context.Context, o options, stdout io.Writer, logger *slog.Lo
 	if err != nil {
 		return err
 	}
-	lim, err := hybrid.New(hybrid.Config{Addrs: splitList(o.redis), Timeout: o.timeout, Logger: logger})
+	lim, err := newLimiter(o, logger)
 	if err != nil {
 		return err
 	}
@@ -203,7 +203,7 @@ func callMode(ctx context.Context, o options, stdout io.Writer, logger *slog.Log
 		if err != nil {
 			return err
 		}
-		lim, err := hybrid.New(hybrid.Config{Addrs: splitList(o.redis), Timeout: o.timeout, Logger: logger})
+		lim, err := newLimiter(o, logger)
 		if err != nil {
 			return err
 		}
@@ -247,6 +247,11 @@ func callMode(ctx context.Context, o options, stdout io.Writer, logger *slog.Log
 		}
 	}
 	return nil
+}
+
+// newLimiter returns a Limiter over the nodes of -redis.
+func newLimiter(o options, logger *slog.Logger) (*hybrid.Limiter, error) {
+	return hybrid.New(hybrid.Config{Addrs: splitList(o.redis), Timeout: o.timeout, Logger: logger})
 }
 
 // callOnce makes one call and returns its header metadata.

@@ -112,6 +112,27 @@ type Keys struct {
 	Verify func(key string) bool
 }
 
+// NewKeys checks the key settings of a middleware's Config and returns
+// their Keys: the trusted proxies (see ParseTrusted), the name of the
+// forwarding header or metadata key (RFC 7239 Forwarded when IsForwarded),
+// the prefix lengths (0 for their defaults) and the API key check. Errors
+// name the setting; callers wrap them in their own sentinel.
+func NewKeys(trusted []string, forwardedName string, ipv4Prefix, ipv6Prefix int, verify func(string) bool) (Keys, error) {
+	if err := CheckPrefixes(&ipv4Prefix, &ipv6Prefix); err != nil {
+		return Keys{}, err
+	}
+	prefixes, err := ParseTrusted(trusted)
+	if err != nil {
+		return Keys{}, err
+	}
+	return Keys{
+		Resolver:   NewResolver(prefixes, IsForwarded(forwardedName)),
+		IPv4Prefix: ipv4Prefix,
+		IPv6Prefix: ipv6Prefix,
+		Verify:     verify,
+	}, nil
+}
+
 // Request is what one request offers Key besides its user.
 type Request struct {
 	// APIKey is the raw API key ("" for none); surrounding whitespace is

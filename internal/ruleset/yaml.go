@@ -94,6 +94,19 @@ func Parse[R any, PR interface {
 	return rs, nil
 }
 
+// Load reads a rules file of at most MaxFileSize bytes (ReadFile) and
+// parses it (Parse).
+func Load[R any, PR interface {
+	*R
+	Entry
+}, M any](d *Dialect[M], path string) (RuleSet, error) {
+	data, err := ReadFile(d, path)
+	if err != nil {
+		return RuleSet{}, err
+	}
+	return Parse[R, PR](d, data)
+}
+
 // decode unmarshals a rules file strictly. The YAML parser is not ours: a
 // panic in it is an invalid file, never a crashed server.
 func decode[M any](d *Dialect[M], data []byte, f any) (err error) {
