@@ -12,6 +12,8 @@ go build -o "$bin" ./examples/grpcserver
 cp examples/grpcserver/rules.yaml examples/grpcserver/client-rules.yaml "$dir/"
 cd "$dir"
 
+# The server: rules.yaml, Redis on 6393, 127.0.0.1 trusted as a proxy
+# (so this client's x-forwarded-for metadata is believed), metrics on 9093.
 redis-server --port 6393 --bind 127.0.0.1 --save "" >redis.log 2>&1 &
 redis=$!
 sleep 0.5
@@ -20,13 +22,18 @@ server=$!
 trap 'kill $server $redis 2>/dev/null; wait $server $redis 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 50); do grep -q listening server.out && break; sleep 0.1; done
 
-# show runs its arguments after printing them as a shell prompt would.
+# show runs the client mode with its arguments after printing the command
+# as a shell prompt would.
 show() {
-	echo "\$ $*"
-	"$@"
+	shift # "client"
+	local line='$ grpcserver -call 127.0.0.1:50051' a
+	for a in "$@"; do
+		if [[ $a =~ ^[A-Za-z0-9._:/=-]+$ ]]; then line+=" $a"; else line+=" '$a'"; fi
+	done
+	echo "$line"
+	"$bin" -call 127.0.0.1:50051 -redis 127.0.0.1:6393 "$@"
 	echo
 }
-client() { "$bin" -call 127.0.0.1:50051 -redis 127.0.0.1:6393 "$@"; }
 
 echo "# the check rule: 5 a minute per client (here the peer, 127.0.0.1)"
 show client -n 6
