@@ -67,8 +67,9 @@ type Rule struct {
 	// held (its Result.Delay). One that would wait longer is refused with
 	// ResourceExhausted, its RetryInfo the time until a call would wait no
 	// longer, and its place in the queue is given back (Limiter.Refund),
-	// as it is when the call ends while held. Zero means DefaultMaxDelay
-	// (1s).
+	// as it is when the call ends while held. Client interceptors that
+	// wait (without Config.FailFast) hold an outgoing call up to its
+	// deadline instead. Zero means DefaultMaxDelay (1s).
 	MaxDelay time.Duration
 	// Shadow makes the rule a dry run: calls are decided, counted and
 	// denials logged, but every call passes, without rate-limit metadata
