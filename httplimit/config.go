@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
-	"strings"
+
+	"github.com/hybridlimit/hybridlimit/internal/clientkey"
 )
 
 // Defaults of Config.
@@ -20,8 +20,8 @@ const (
 	// DefaultIPv4Prefix and DefaultIPv6Prefix are the prefix lengths
 	// clients are keyed by: one IPv4 address, one IPv6 /64 (what a
 	// single subscriber is usually given).
-	DefaultIPv4Prefix = 32
-	DefaultIPv6Prefix = 64
+	DefaultIPv4Prefix = clientkey.DefaultIPv4Prefix
+	DefaultIPv6Prefix = clientkey.DefaultIPv6Prefix
 )
 
 // maxPrefixLen bounds Config.Prefix, so that every key fits in
@@ -124,7 +124,7 @@ type Config struct {
 }
 
 // withDefaults copies cfg, fills its defaults and validates it.
-func (c Config) withDefaults() (Config, []netip.Prefix, error) {
+func (c Config) withDefaults() (Config, clientkey.Keys, error) {
 	if c.ForwardedHeader == "" {
 		c.ForwardedHeader = DefaultForwardedHeader
 	}
@@ -133,71 +133,22 @@ func (c Config) withDefaults() (Config, []netip.Prefix, error) {
 		c.APIKeyHeader = DefaultAPIKeyHeader
 	}
 	c.APIKeyHeader = http.CanonicalHeaderKey(c.APIKeyHeader)
-	if c.IPv4Prefix == 0 {
-		c.IPv4Prefix = DefaultIPv4Prefix
-	}
-	if c.IPv6Prefix == 0 {
-		c.IPv6Prefix = DefaultIPv6Prefix
-	}
-	if c.IPv4Prefix < 1 || c.IPv4Prefix > 32 {
-		return c, nil, fmt.Errorf("%w: IPv4Prefix %d outside [1, 32]", ErrInvalidConfig, c.IPv4Prefix)
-	}
-	if c.IPv6Prefix < 1 || c.IPv6Prefix > 128 {
-		return c, nil, fmt.Errorf("%w: IPv6Prefix %d outside [1, 128]", ErrInvalidConfig, c.IPv6Prefix)
-	}
 	if c.Headers > HeadersNone {
-		return c, nil, fmt.Errorf("%w: unknown Headers %v", ErrInvalidConfig, c.Headers)
+		return c, clientkey.Keys{}, fmt.Errorf("%w: unknown Headers %v", ErrInvalidConfig, c.Headers)
 	}
 	if c.Prefix == "" {
 		c.Prefix = DefaultPrefix
 	}
 	if len(c.Prefix) > maxPrefixLen {
-		return c, nil, fmt.Errorf("%w: Prefix of %d bytes, at most %d", ErrInvalidConfig, len(c.Prefix), maxPrefixLen)
+		return c, clientkey.Keys{}, fmt.Errorf("%w: Prefix of %d bytes, at most %d", ErrInvalidConfig, len(c.Prefix), maxPrefixLen)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	trusted, err := parseTrusted(c.TrustedProxies)
+	keys, err := clientkey.NewKeys(c.TrustedProxies, c.ForwardedHeader, c.IPv4Prefix, c.IPv6Prefix, c.VerifyAPIKey)
 	if err != nil {
-		return c, nil, err
+		return c, keys, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	c.TrustedProxies = append([]string(nil), c.TrustedProxies...)
-	return c, trusted, nil
-}
-
-// parseTrusted parses TrustedProxies. IPv4-mapped IPv6 prefixes
-// (::ffff:10.0.0.0/104) become IPv4 prefixes, as addresses are compared
-// unmapped.
-func parseTrusted(list []string) ([]netip.Prefix, error) {
-	out := make([]netip.Prefix, 0, len(list))
-	for _, s := range list {
-		s = strings.TrimSpace(s)
-		var p netip.Prefix
-		if strings.Contains(s, "/") {
-			var err error
-			if p, err = netip.ParsePrefix(s); err != nil {
-				return nil, fmt.Errorf("%w: trusted proxy %q: %w", ErrInvalidConfig, s, err)
-			}
-		} else {
-			a, err := netip.ParseAddr(s)
-			if err != nil {
-				return nil, fmt.Errorf("%w: trusted proxy %q: %w", ErrInvalidConfig, s, err)
-			}
-			if a.Zone() != "" {
-				return nil, fmt.Errorf("%w: trusted proxy %q: zones are not compared; drop %%%s", ErrInvalidConfig, s, a.Zone())
-			}
-			p = netip.PrefixFrom(a, a.BitLen())
-		}
-		if a := p.Addr(); a.Is4In6() {
-			if p.Bits() < 96 {
-				return nil, fmt.Errorf("%w: trusted proxy %q: an IPv4-mapped prefix needs at least 96 bits", ErrInvalidConfig, s)
-			}
-			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
-		}
-		if p.Bits() == 0 {
-			return nil, fmt.Errorf("%w: trusted proxy %q trusts every address, which lets any client choose its key", ErrInvalidConfig, s)
-		}
-		out = append(out, p.Masked())
-	}
-	return out, nil
+	return c, keys, nil
 }

@@ -4,42 +4,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
+	"github.com/hybridlimit/hybridlimit/internal/ruleset"
 )
-
-// ceilSeconds rounds d up to whole seconds; 0 for d <= 0.
-func ceilSeconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return int64((d + time.Second - 1) / time.Second)
-}
-
-// binding returns the index of the rule's limit that bound res: the
-// rule's limits are the call's, in order.
-func (rl *rule) binding(res hybrid.Result) int {
-	if res.Binding < 0 || res.Binding >= len(rl.Limits) {
-		return 0
-	}
-	return res.Binding
-}
-
-// effectiveWindow is, for an admitted request, the time within which the
-// client can use no more than the remaining quota: until the window ends
-// for a FixedWindow, whose quota grows only then; for the others, one
-// unit's share of the period, the time in which their quota grows by
-// about one unit (a bucket refills at that pace; a sliding window's events
-// leave it at that pace on average). Never below a second: t is whole
-// seconds, and 0 would tell a client with budget that it has no time to
-// use it.
-func effectiveWindow(l hybrid.Limit, res hybrid.Result) time.Duration {
-	if l.Algorithm == hybrid.FixedWindow {
-		return max(res.ResetAfter, time.Second)
-	}
-	return max(l.Period/time.Duration(l.Rate), time.Second)
-}
 
 // setHeaders sets the rate-limit fields for a decided request. Every value
 // comes from the durations in res, measured on the Redis server's clock;
@@ -49,41 +17,28 @@ func effectiveWindow(l hybrid.Limit, res hybrid.Result) time.Duration {
 // binding limit's, while RateLimit-Policy lists every limit of the rule.
 // Its t is the effective window of draft-ietf-httpapi-ratelimit-headers-11
 // (4.1.2), the seconds within which the client can use no more than r
-// (effectiveWindow); when denied, the time until the request would pass
+// (see ruleset.Compiled.RateLimit); when denied, the time until the request would pass
 // (the Retry-After value). X-RateLimit-Reset is the time until the binding
 // limit is full again. Remaining is 0 when denied, and the dynamic fields
 // are left out when no decision was made (SourceFailOpen).
-func (m *Middleware) setHeaders(h http.Header, rl *rule, res hybrid.Result, d decision) {
+func (m *Middleware) setHeaders(h http.Header, rl *rule, res hybrid.Result, d ruleset.Decision) {
 	style := m.cfg.Headers
 	if style == HeadersNone {
 		return
 	}
-	b := rl.binding(res)
 	if style.draft() {
-		h.Set("RateLimit-Policy", rl.policy)
+		h.Set("RateLimit-Policy", rl.Policy)
 	}
-	if res.Source == hybrid.SourceFailOpen {
+	field, ok := rl.RateLimit(res, d)
+	if !ok {
 		return
 	}
-	remaining := max(res.Remaining, 0)
-	t := ceilSeconds(effectiveWindow(rl.Limits[b], res))
-	reset := res.ResetAfter
-	if !d.allowed {
-		remaining = 0
-		t = max(ceilSeconds(d.retry), 1)
-		reset = max(reset, d.retry)
-	}
 	if style.draft() {
-		v := make([]byte, 0, 64)
-		v = strconv.AppendQuote(v, rl.names[b])
-		v = append(v, ";r="...)
-		v = strconv.AppendInt(v, remaining, 10)
-		v = append(v, ";t="...)
-		v = strconv.AppendInt(v, t, 10)
-		h.Set("RateLimit", string(v))
+		h.Set("RateLimit", field)
 	}
 	if style.legacy() {
-		h.Set("X-RateLimit-Limit", strconv.FormatInt(rl.Limits[b].Rate, 10))
+		remaining, reset := rl.Remaining(res, d)
+		h.Set("X-RateLimit-Limit", strconv.FormatInt(rl.Limits[rl.Binding(res)].Rate, 10))
 		h.Set("X-RateLimit-Remaining", strconv.FormatInt(remaining, 10))
 		if m.cfg.ResetUnix {
 			at := m.now().Add(reset)
@@ -93,7 +48,7 @@ func (m *Middleware) setHeaders(h http.Header, rl *rule, res hybrid.Result, d de
 			}
 			h.Set("X-RateLimit-Reset", strconv.FormatInt(sec, 10))
 		} else {
-			h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSeconds(reset), 10))
+			h.Set("X-RateLimit-Reset", strconv.FormatInt(ruleset.CeilSeconds(reset), 10))
 		}
 	}
 }
@@ -124,19 +79,14 @@ type Problem struct {
 }
 
 // deny writes the 429 response.
-func (m *Middleware) deny(w http.ResponseWriter, rl *rule, res hybrid.Result, d decision) {
-	secs := max(ceilSeconds(d.retry), 1)
-	retry := strconv.FormatInt(secs, 10)
-	unit := " seconds."
-	if secs == 1 {
-		unit = " second."
-	}
+func (m *Middleware) deny(w http.ResponseWriter, rl *rule, res hybrid.Result, d ruleset.Decision) {
+	retry := strconv.FormatInt(d.RetrySeconds(), 10)
 	body, err := json.Marshal(Problem{
 		Type:             ProblemType,
 		Title:            "Quota Exceeded",
 		Status:           http.StatusTooManyRequests,
-		Detail:           "Too many requests under rule " + strconv.Quote(rl.Name) + "; retry in " + retry + unit,
-		ViolatedPolicies: []string{rl.names[rl.binding(res)]},
+		Detail:           rl.Detail(d),
+		ViolatedPolicies: []string{rl.BindingName(res)},
 	})
 	if err != nil {
 		body = nil // unreachable: every field is a plain value

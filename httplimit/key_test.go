@@ -60,7 +60,7 @@ func TestKey(t *testing.T) {
 					r.Header.Set(tt.header[i], tt.header[i+1])
 				}
 			}
-			rl := mw.rules.Load().match(r, "")
+			rl := match(mw.eng.Rules(), r, "")
 			if got := mw.key(r, rl); got != tt.want {
 				t.Errorf("key = %q, want %q", got, tt.want)
 			}

@@ -4,25 +4,21 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
+	"github.com/hybridlimit/hybridlimit/internal/clientkey"
+	"github.com/hybridlimit/hybridlimit/internal/ruleset"
 )
 
 // Middleware limits the requests of the handlers it wraps with the rules in
 // force. It is safe for concurrent use; the rules can be replaced while
 // requests are served (SetRules, Watch), each request seeing one rule set.
 type Middleware struct {
-	lim   *hybrid.Limiter
-	cfg   Config
-	ip    resolver
-	rules atomic.Pointer[ruleSet]
-	mu    sync.Mutex // serializes rule swaps, so counters carry over exactly
-	now   func() time.Time
-
-	reloads, reloadErrors atomic.Int64
+	cfg  Config
+	keys clientkey.Keys
+	eng  *ruleset.Engine[*matcher]
+	now  func() time.Time
 }
 
 // New returns a Middleware deciding with lim under cfg. It validates cfg,
@@ -32,23 +28,21 @@ func New(lim *hybrid.Limiter, cfg Config) (*Middleware, error) {
 	if lim == nil {
 		return nil, fmt.Errorf("%w: nil Limiter", ErrInvalidConfig)
 	}
-	cfg, trusted, err := cfg.withDefaults()
+	cfg, keys, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	rs, warnings, err := compile(cfg.Rules, cfg.Prefix, nil)
+	m := &Middleware{cfg: cfg, keys: keys, now: time.Now}
+	m.eng, err = ruleset.NewEngine(dialect, lim, cfg.Rules.shared(), cfg.Prefix, cfg.Logger, func() time.Time { return m.now() })
 	if err != nil {
 		return nil, err
 	}
-	cfg.Rules = RuleSet{} // the compiled copy is the one in force
-	m := &Middleware{lim: lim, cfg: cfg, ip: newResolver(trusted, cfg.ForwardedHeader), now: time.Now}
-	m.rules.Store(rs)
-	m.warn(warnings)
+	m.cfg.Rules = RuleSet{} // the compiled copy is the one in force
 	return m, nil
 }
 
 // Rules returns a copy of the rules in force, with their defaults filled.
-func (m *Middleware) Rules() RuleSet { return m.rules.Load().src.normalized() }
+func (m *Middleware) Rules() RuleSet { return setFromShared(m.eng.Rules().Src.Normalized()) }
 
 // SetRules validates rs and puts it in force atomically: requests already
 // decided keep their rule, later ones see the new set. Rules that keep
@@ -57,36 +51,8 @@ func (m *Middleware) Rules() RuleSet { return m.rules.Load().src.normalized() }
 // ErrInvalidRules, and the rules in force stay. A set equal to the one in
 // force changes nothing.
 func (m *Middleware) SetRules(rs RuleSet) error {
-	_, err := m.swap(rs)
+	_, err := m.eng.Swap(rs.shared())
 	return err
-}
-
-// swap compiles rs and installs it; changed is false when rs equals the
-// rules in force. It counts reloads and their failures.
-func (m *Middleware) swap(rs RuleSet) (changed bool, err error) {
-	var warnings []string
-	defer func() { m.warn(warnings) }() // logged outside the lock
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	old := m.rules.Load()
-	c, warnings, err := compile(rs, m.cfg.Prefix, old)
-	if err != nil {
-		m.reloadErrors.Add(1)
-		return false, err
-	}
-	if c.src.equal(old.src) {
-		warnings = nil
-		return false, nil
-	}
-	m.rules.Store(c)
-	m.reloads.Add(1)
-	return true, nil
-}
-
-func (m *Middleware) warn(warnings []string) {
-	for _, w := range warnings {
-		m.cfg.Logger.Warn("httplimit: " + w)
-	}
 }
 
 // Wrap returns a handler that decides each request with the rule that
@@ -113,88 +79,23 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if m.cfg.Tier != nil {
 		tier = m.cfg.Tier(r)
 	}
-	rl := m.rules.Load().match(r, tier)
+	rl := match(m.eng.Rules(), r, tier)
 	if rl == nil {
 		next.ServeHTTP(w, r)
 		return
 	}
-	key := m.key(r, rl)
-	res, err := m.lim.AllowN(r.Context(), key, 1, rl.Limits...)
-	if err != nil {
-		rl.stats.errors.Add(1)
-		if ok, n := rl.stats.sample(m.now()); ok {
-			m.cfg.Logger.Error("httplimit: limiter failed; request passes", "rule", rl.Name, "err", err, "suppressed", n)
-		}
-		next.ServeHTTP(w, r)
+	o := m.eng.Admit(r.Context(), m.key(r, rl), rl, func() []any { return []any{"method", r.Method, "path", r.URL.Path} })
+	if !o.Enforced {
+		next.ServeHTTP(w, r) // a shadow rule, or the Limiter failed
 		return
 	}
-	if rl.Shadow {
-		if res.Allowed {
-			rl.stats.allowed.Add(1)
-		} else {
-			rl.stats.shadowDenied.Add(1)
-			if ok, n := rl.stats.sample(m.now()); ok {
-				m.cfg.Logger.Info("httplimit: shadow rule would deny", "rule", rl.Name,
-					"method", r.Method, "path", r.URL.Path, "limit", res.Limit.String(),
-					"retry_after", res.RetryAfter, "source", res.Source.String(), "suppressed", n)
-			}
-		}
-		next.ServeHTTP(w, r)
-		return
-	}
-	d := rl.decide(res)
-	m.setHeaders(w.Header(), rl, res, d)
-	if !d.allowed {
-		rl.stats.denied.Add(1)
-		if res.Allowed {
-			// Admitted, but held too long: its place in the queue goes
-			// back, as it will not be served.
-			m.refund(r, key, rl)
-		}
-		m.deny(w, rl, res, d)
-		return
-	}
-	if res.Delay > 0 {
-		rl.stats.delayed.Add(1)
-		t := time.NewTimer(res.Delay)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			m.refund(r, key, rl) // the client left: it will not be served
-			return
-		}
-	} else {
-		rl.stats.allowed.Add(1)
-	}
-	next.ServeHTTP(w, r)
-}
-
-// refund gives back the unit a request took and will not use, even when
-// its client has left (the call is bounded by the Limiter's Timeout).
-func (m *Middleware) refund(r *http.Request, key string, rl *rule) {
-	if err := m.lim.Refund(context.WithoutCancel(r.Context()), key, 1, rl.Limits...); err != nil {
-		m.cfg.Logger.Error("httplimit: refund failed", "rule", rl.Name, "err", err)
-	}
-}
-
-// decision is the Middleware's answer to a request.
-type decision struct {
-	allowed bool
-	// retry is, when denied, how long until the request would pass: the
-	// Limiter's RetryAfter; for a Delay above MaxDelay, the excess: the
-	// request's place in the queue is given back (Limiter.Refund).
-	retry time.Duration
-}
-
-func (rl *rule) decide(res hybrid.Result) decision {
+	m.setHeaders(w.Header(), rl, o.Result, o.Decision)
 	switch {
-	case !res.Allowed:
-		return decision{retry: res.RetryAfter}
-	case res.Delay > rl.MaxDelay:
-		return decision{retry: res.Delay - rl.MaxDelay}
+	case !o.Decision.Allowed:
+		m.deny(w, rl, o.Result, o.Decision)
+	case !o.Gone: // a request whose client left while held is dropped
+		next.ServeHTTP(w, r)
 	}
-	return decision{allowed: true}
 }
 
 // Stats is a snapshot of a Middleware's counters.
@@ -224,18 +125,36 @@ type RuleStats struct {
 
 // Stats returns a snapshot of the counters.
 func (m *Middleware) Stats() Stats {
-	rs := m.rules.Load()
-	s := Stats{Reloads: m.reloads.Load(), ReloadErrors: m.reloadErrors.Load(), Rules: make([]RuleStats, 0, len(rs.all))}
-	for _, r := range rs.all {
-		s.Rules = append(s.Rules, RuleStats{
-			Name:         r.Name,
-			Shadow:       r.Shadow,
-			Allowed:      r.stats.allowed.Load(),
-			Delayed:      r.stats.delayed.Load(),
-			Denied:       r.stats.denied.Load(),
-			ShadowDenied: r.stats.shadowDenied.Load(),
-			Errors:       r.stats.errors.Load(),
-		})
+	st := m.eng.Stats()
+	s := Stats{Reloads: st.Reloads, ReloadErrors: st.ReloadErrors, Rules: make([]RuleStats, len(st.Rules))}
+	for i, r := range st.Rules {
+		s.Rules[i] = RuleStats(r)
 	}
 	return s
+}
+
+// Watch puts the rules file at path in force (see ParseRules), then again
+// each time it changes, until ctx ends; it returns nil then, having stopped
+// every goroutine it started. It returns an error only when the directory
+// cannot be watched.
+//
+// Watch watches the file's directory, not the file, so that a save by
+// rename (most editors), a removal followed by a new file, and the symlink
+// swap of a Kubernetes ConfigMap volume are all seen. On each change it
+// reads the file; content identical to the last read is ignored. A file
+// that does not parse or validate is logged as an error and counted
+// (Stats.ReloadErrors), and the rules in force stay; so do they while the
+// file is missing (logged as a warning). A valid file is put in force with
+// SetRules: atomically, and rules that keep their name keep their budgets
+// and counters.
+//
+// Watch blocks; run it in a goroutine:
+//
+//	go func() {
+//		if err := mw.Watch(ctx, "rules.yaml"); err != nil {
+//			log.Print(err)
+//		}
+//	}()
+func (m *Middleware) Watch(ctx context.Context, path string) error {
+	return m.eng.Watch(ctx, path, parse)
 }

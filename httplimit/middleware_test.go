@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
+	"github.com/hybridlimit/hybridlimit/internal/ruleset"
 )
 
 // t0 pins the Redis clock: 10 s into a minute, so window figures are round.
@@ -363,7 +364,7 @@ func TestLeakyRefusalGivesItsPlaceBack(t *testing.T) {
 	ctx := context.Background()
 	kr := httptest.NewRequest("GET", "/", nil)
 	kr.RemoteAddr = "198.51.100.1:5000" // do's
-	def := mw.rules.Load().def
+	def := mw.eng.Rules().Default
 	key := mw.key(kr, def)
 	peek := func() int64 {
 		t.Helper()
@@ -402,20 +403,20 @@ func TestDecide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl := s.def
+	rl := s.Default
 	tests := []struct {
 		name string
 		res  hybrid.Result
-		want decision
+		want ruleset.Decision
 	}{
-		{"allowed", hybrid.Result{Allowed: true}, decision{allowed: true}},
-		{"delayed", hybrid.Result{Allowed: true, Delay: 120 * time.Millisecond}, decision{allowed: true}},
-		{"denied", hybrid.Result{RetryAfter: 3 * time.Second}, decision{retry: 3 * time.Second}},
+		{"allowed", hybrid.Result{Allowed: true}, ruleset.Decision{Allowed: true}},
+		{"delayed", hybrid.Result{Allowed: true, Delay: 120 * time.Millisecond}, ruleset.Decision{Allowed: true}},
+		{"denied", hybrid.Result{RetryAfter: 3 * time.Second}, ruleset.Decision{Retry: 3 * time.Second}},
 		// 30ms over; its place in the queue is given back.
-		{"delay above max", hybrid.Result{Allowed: true, Delay: 150 * time.Millisecond}, decision{retry: 30 * time.Millisecond}},
+		{"delay above max", hybrid.Result{Allowed: true, Delay: 150 * time.Millisecond}, ruleset.Decision{Retry: 30 * time.Millisecond}},
 	}
 	for _, tt := range tests {
-		if got := rl.decide(tt.res); got != tt.want {
+		if got := rl.Decide(tt.res); got != tt.want {
 			t.Errorf("%s: decide(%+v) = %+v, want %+v", tt.name, tt.res, got, tt.want)
 		}
 	}

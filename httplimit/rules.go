@@ -3,25 +3,20 @@ package httplimit
 import (
 	"fmt"
 	"net/http"
-	"slices"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/limitspec"
+	"github.com/hybridlimit/hybridlimit/internal/clientkey"
+	"github.com/hybridlimit/hybridlimit/internal/ruleset"
 )
 
 // DefaultMaxDelay is the longest a LeakyBucket rule holds a request when
 // its MaxDelay is 0.
-const DefaultMaxDelay = time.Second
+const DefaultMaxDelay = ruleset.DefaultMaxDelay
 
 // DefaultRuleName names RuleSet.Default when it has no name.
-const DefaultRuleName = "default"
-
-// maxNameLen bounds a rule name, which is part of every key.
-const maxNameLen = 64
+const DefaultRuleName = ruleset.DefaultRuleName
 
 // KeySource is a set of the identities a rule keys requests by. The
 // request is keyed by the first one it carries, in the fixed order API key,
@@ -31,39 +26,17 @@ type KeySource uint8
 
 const (
 	// KeyAPIKey keys by the API key header (Config.APIKeyHeader), hashed.
-	KeyAPIKey KeySource = 1 << iota
+	KeyAPIKey = KeySource(clientkey.APIKey)
 	// KeyUser keys by the user Config.User returns.
-	KeyUser
+	KeyUser = KeySource(clientkey.User)
 	// KeyIP keys by the client IP (see Config.TrustedProxies), or its
 	// IPv6 prefix (Config.IPv6Prefix).
-	KeyIP
-
-	// keyAll is the zero value's meaning.
-	keyAll = KeyAPIKey | KeyUser | KeyIP
+	KeyIP = KeySource(clientkey.IP)
 )
-
-var keyNames = [...]struct {
-	k    KeySource
-	name string
-}{{KeyAPIKey, "api-key"}, {KeyUser, "user"}, {KeyIP, "ip"}}
 
 // String returns the sources in priority order, as in a rules file:
 // "api-key|user|ip" (also for the zero value, which means them all).
-func (k KeySource) String() string {
-	if k == 0 {
-		k = keyAll
-	}
-	var parts []string
-	for _, n := range keyNames {
-		if k&n.k != 0 {
-			parts = append(parts, n.name)
-		}
-	}
-	if rest := k &^ keyAll; rest != 0 {
-		parts = append(parts, fmt.Sprintf("KeySource(%#x)", uint8(rest)))
-	}
-	return strings.Join(parts, "|")
-}
+func (k KeySource) String() string { return clientkey.Source(k).String() }
 
 // Rule limits the requests it matches. A request is decided by one rule
 // (see RuleSet), with all the rule's limits charged together.
@@ -132,85 +105,60 @@ type RuleSet struct {
 // Validate reports whether rs can be enforced, with the same checks New
 // and SetRules make. Its errors wrap ErrInvalidRules.
 func (rs RuleSet) Validate() error {
-	_, _, err := compile(rs, DefaultPrefix, nil)
+	_, _, err := dialect.Compile(rs.shared(), DefaultPrefix, nil)
 	return err
 }
 
-// normalized returns the rule with its defaults filled and Limits copied.
-func (r Rule) normalized() Rule {
-	if r.Key == 0 {
-		r.Key = keyAll
-	}
-	if r.MaxDelay == 0 {
-		r.MaxDelay = DefaultMaxDelay
-	}
-	r.Limits = slices.Clone(r.Limits)
-	for i := range r.Limits {
-		if r.Limits[i].Name == "" {
-			r.Limits[i].Name = r.Name + "#" + strconv.Itoa(i)
-		}
-	}
-	return r
+// shared converts the rule to its ruleset form.
+func (r Rule) shared() ruleset.Rule {
+	return ruleset.Rule{Name: r.Name, Pattern: r.Route, Tier: r.Tier, Key: clientkey.Source(r.Key),
+		Limits: r.Limits, MaxDelay: r.MaxDelay, Shadow: r.Shadow}
 }
 
-func (r Rule) equal(o Rule) bool {
-	return r.Name == o.Name && r.Route == o.Route && r.Tier == o.Tier && r.Key == o.Key &&
-		r.MaxDelay == o.MaxDelay && r.Shadow == o.Shadow && slices.Equal(r.Limits, o.Limits)
+func fromShared(r ruleset.Rule) Rule {
+	return Rule{Name: r.Name, Route: r.Pattern, Tier: r.Tier, Key: KeySource(r.Key),
+		Limits: r.Limits, MaxDelay: r.MaxDelay, Shadow: r.Shadow}
 }
 
-// normalized returns the set with every rule normalized.
-func (rs RuleSet) normalized() RuleSet {
-	out := RuleSet{Rules: make([]Rule, len(rs.Rules))}
-	for i, r := range rs.Rules {
-		out.Rules[i] = r.normalized()
-	}
-	if rs.Default != nil {
-		d := *rs.Default
-		if d.Name == "" {
-			d.Name = DefaultRuleName
-		}
-		d = d.normalized()
-		out.Default = &d
-	}
+// shared converts the set to its ruleset form.
+func (rs RuleSet) shared() ruleset.RuleSet { return ruleset.SetOf(rs.Rules, rs.Default, Rule.shared) }
+
+func setFromShared(rs ruleset.RuleSet) RuleSet {
+	var out RuleSet
+	out.Rules, out.Default = ruleset.Unset(rs, fromShared)
 	return out
 }
 
-func (rs RuleSet) equal(o RuleSet) bool {
-	if (rs.Default == nil) != (o.Default == nil) || (rs.Default != nil && !rs.Default.equal(*o.Default)) {
-		return false
-	}
-	return slices.EqualFunc(rs.Rules, o.Rules, Rule.equal)
+// normalized returns the set with its defaults filled (ruleset.Normalized).
+func (rs RuleSet) normalized() RuleSet { return setFromShared(rs.shared().Normalized()) }
+
+func (rs RuleSet) equal(o RuleSet) bool { return rs.shared().Equal(o.shared()) }
+
+// rule is a compiled Rule; ruleSet a compiled RuleSet, routes matched by a
+// private ServeMux.
+type (
+	rule    = ruleset.Compiled
+	ruleSet = ruleset.Set[*matcher]
+)
+
+// dialect is what httplimit's rules are: routes, matched by ServeMux.
+var dialect = &ruleset.Dialect[*matcher]{
+	Pkg:        "httplimit",
+	ErrInvalid: ErrInvalidRules,
+	Pattern:    "route",
+	Check:      func(route string) error { return register(http.NewServeMux(), route) },
+	Shape:      routeShape,
+	Build:      newMatcher,
 }
 
-// rule is a compiled Rule.
-type rule struct {
-	Rule
-	keyPrefix string   // Config.Prefix + Name + ":"
-	policy    string   // RateLimit-Policy field value
-	names     []string // policy name of each limit
-	stats     *ruleStats
+// compile validates rs and builds its matchers (ruleset.Dialect.Compile).
+func compile(rs RuleSet, prefix string, old *ruleSet) (*ruleSet, []string, error) {
+	return dialect.Compile(rs.shared(), prefix, old)
 }
 
-// ruleStats counts one rule's outcomes; it is carried over reloads by
-// name.
-type ruleStats struct {
-	allowed, delayed, denied, shadowDenied, errors atomic.Int64
-	lastLog                                        atomic.Int64 // UnixNano of the last sampled log line
-	quiet                                          atomic.Int64 // lines suppressed since
-}
-
-// logEvery samples log lines: at most one per rule per this interval.
-const logEvery = time.Second
-
-// sample reports whether a log line may be written now, and how many were
-// suppressed since the last one.
-func (s *ruleStats) sample(now time.Time) (ok bool, suppressed int64) {
-	last := s.lastLog.Load()
-	if n := now.UnixNano(); n-last >= int64(logEvery) && s.lastLog.CompareAndSwap(last, n) {
-		return true, s.quiet.Swap(0)
-	}
-	s.quiet.Add(1)
-	return false, 0
+// match returns the rule deciding r, or nil.
+func match(s *ruleSet, r *http.Request, tier string) *rule {
+	return s.Match(tier, func(m *matcher) *rule { return m.match(r) })
 }
 
 // matcher finds the rule of the most specific route.
@@ -229,217 +177,6 @@ func (m *matcher) match(r *http.Request) *rule {
 	return m.rules[pattern]
 }
 
-// tierRules are the rules a request of one tier is matched against.
-type tierRules struct {
-	routes *matcher // the tier's routed rules and the generic ones
-	any    *rule    // the tier's rule without Route, or nil
-}
-
-// ruleSet is a compiled RuleSet, immutable once built.
-type ruleSet struct {
-	src     RuleSet // normalized
-	generic *matcher
-	tiers   map[string]*tierRules
-	def     *rule
-	all     []*rule // Rules in order, then Default
-}
-
-// match returns the rule deciding r, or nil.
-func (s *ruleSet) match(r *http.Request, tier string) *rule {
-	if t := s.tiers[tier]; tier != "" && t != nil {
-		if rl := t.routes.match(r); rl != nil {
-			return rl
-		}
-		if t.any != nil {
-			return t.any
-		}
-		return s.def
-	}
-	if rl := s.generic.match(r); rl != nil {
-		return rl
-	}
-	return s.def
-}
-
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidRules}, args...)...)
-}
-
-// compile validates rs and builds its matchers. Rules of old with the same
-// name keep their counters. warnings are valid but doubtful settings.
-func compile(rs RuleSet, prefix string, old *ruleSet) (_ *ruleSet, warnings []string, _ error) {
-	rs = rs.normalized()
-	s := &ruleSet{src: rs, tiers: map[string]*tierRules{}}
-	prev := map[string]*ruleStats{}
-	if old != nil {
-		for _, r := range old.all {
-			prev[r.Name] = r.stats
-		}
-	}
-	seen := map[string]bool{}
-	build := func(r Rule, what string) (*rule, error) {
-		if err := checkName(r.Name); err != nil {
-			return nil, invalid("%s: %w", what, err)
-		}
-		if seen[r.Name] {
-			return nil, invalid("rule %q given twice", r.Name)
-		}
-		seen[r.Name] = true
-		w, err := checkRule(r)
-		if err != nil {
-			return nil, invalid("rule %q: %w", r.Name, err)
-		}
-		warnings = append(warnings, w...)
-		c := &rule{Rule: r, keyPrefix: prefix + r.Name + ":", stats: prev[r.Name]}
-		if c.stats == nil {
-			c.stats = new(ruleStats)
-		}
-		c.names, c.policy = policy(r)
-		s.all = append(s.all, c)
-		return c, nil
-	}
-
-	var generic, tiered []*rule
-	for i, r := range rs.Rules {
-		c, err := build(r, fmt.Sprintf("rule %d", i+1))
-		if err != nil {
-			return nil, nil, err
-		}
-		switch {
-		case r.Route == "" && r.Tier == "":
-			return nil, nil, invalid("rule %q has neither route nor tier: make it the default rule", r.Name)
-		case r.Route == "":
-			t := s.tier(r.Tier)
-			if t.any != nil {
-				return nil, nil, invalid("rules %q and %q both match every route of tier %q", t.any.Name, r.Name, r.Tier)
-			}
-			t.any = c
-		case r.Tier == "":
-			generic = append(generic, c)
-		default:
-			s.tier(r.Tier)
-			tiered = append(tiered, c)
-		}
-	}
-	if rs.Default != nil {
-		if rs.Default.Route != "" || rs.Default.Tier != "" {
-			return nil, nil, invalid("default rule %q has a route or a tier", rs.Default.Name)
-		}
-		c, err := build(*rs.Default, "default rule")
-		if err != nil {
-			return nil, nil, err
-		}
-		s.def = c
-	}
-
-	var err error
-	if s.generic, err = newMatcher(generic); err != nil {
-		return nil, nil, err
-	}
-	for name, t := range s.tiers {
-		var own []*rule
-		for _, c := range tiered {
-			if c.Tier == name {
-				own = append(own, c)
-			}
-		}
-		if len(own) == 0 {
-			t.routes = s.generic
-			continue
-		}
-		// A tier's rule overrides a generic rule of an equivalent route;
-		// any other overlap must be resolvable by ServeMux.
-		rules := slices.Clone(own)
-		for _, g := range generic {
-			if !slices.ContainsFunc(own, func(c *rule) bool { return routeShape(c.Route) == routeShape(g.Route) }) {
-				rules = append(rules, g)
-			}
-		}
-		if t.routes, err = newMatcher(rules); err != nil {
-			return nil, nil, err
-		}
-	}
-	return s, warnings, nil
-}
-
-func (s *ruleSet) tier(name string) *tierRules {
-	t := s.tiers[name]
-	if t == nil {
-		t = &tierRules{}
-		s.tiers[name] = t
-	}
-	return t
-}
-
-// checkName reports a name that cannot be part of a key and a header.
-func checkName(name string) error {
-	if name == "" || len(name) > maxNameLen {
-		return fmt.Errorf("name %q: want 1 to %d bytes", name, maxNameLen)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("name %q: only letters, digits, '.', '_' and '-' are allowed", name)
-		}
-	}
-	return nil
-}
-
-// checkRule validates a normalized rule's key, limits and delay, and warns
-// about a LeakyBucket whose queue outlasts MaxDelay.
-func checkRule(r Rule) (warnings []string, _ error) {
-	if r.Key&^keyAll != 0 {
-		return nil, fmt.Errorf("unknown key source %v", r.Key)
-	}
-	if r.MaxDelay < 0 {
-		return nil, fmt.Errorf("negative max delay %v", r.MaxDelay)
-	}
-	if len(r.Limits) == 0 || len(r.Limits) > hybrid.MaxLimits {
-		return nil, fmt.Errorf("%d limits, want 1 to %d", len(r.Limits), hybrid.MaxLimits)
-	}
-	for i, l := range r.Limits {
-		if err := hybrid.CheckLimits(1, l); err != nil {
-			return nil, fmt.Errorf("limit %d: %w", i+1, err)
-		}
-	}
-	// Then together, as AllowN checks them (no limit given twice).
-	if err := hybrid.CheckLimits(1, r.Limits...); err != nil {
-		return nil, err
-	}
-	for _, l := range r.Limits {
-		if l.Algorithm == hybrid.LeakyBucket && !r.Shadow {
-			if d := longestDelay(l); d > r.MaxDelay {
-				warnings = append(warnings, fmt.Sprintf(
-					"rule %q: %v can hold a request %v, above its max delay %v: requests that would wait longer are denied but take their place in the queue; lower the burst to %d",
-					r.Name, l, d, r.MaxDelay, burstFor(l, r.MaxDelay)))
-			}
-		}
-	}
-	if r.Route != "" {
-		if err := register(http.NewServeMux(), r.Route); err != nil {
-			return nil, fmt.Errorf("route %q: %w", r.Route, err)
-		}
-	}
-	return warnings, nil
-}
-
-// longestDelay is the Delay of a request of one unit that finds l's queue
-// as full as it can be (Burst-1 units): the LeakyBucket's own
-// algo.Spec.LongestDelay. It is 0 for an invalid limit.
-func longestDelay(l hybrid.Limit) time.Duration {
-	sp, err := limitspec.Of(l)
-	if err != nil {
-		return 0
-	}
-	return sp.LongestDelay()
-}
-
-// burstFor is the largest burst whose longest delay fits in d.
-func burstFor(l hybrid.Limit, d time.Duration) int64 {
-	// (b-1)*Period/Rate <= d
-	return int64(float64(d)/float64(l.Period)*float64(l.Rate)) + 1
-}
-
 // register adds pattern to mux, turning ServeMux's panic on a malformed
 // or conflicting pattern into an error.
 func register(mux *http.ServeMux, pattern string) (err error) {
@@ -452,27 +189,23 @@ func register(mux *http.ServeMux, pattern string) (err error) {
 	return nil
 }
 
-// newMatcher registers the rules' routes on a private ServeMux; nil for
-// none.
-func newMatcher(rules []*rule) (*matcher, error) {
-	if len(rules) == 0 {
-		return nil, nil
-	}
+// newMatcher registers the rules' routes on a private ServeMux.
+func newMatcher(d *ruleset.Dialect[*matcher], rules []*rule) (*matcher, error) {
 	m := &matcher{mux: http.NewServeMux(), rules: map[string]*rule{}}
 	for i, c := range rules {
-		if err := register(m.mux, c.Route); err != nil {
+		if err := register(m.mux, c.Pattern); err != nil {
 			// Name the rule it conflicts with (ServeMux's message names a
 			// source line of this package instead).
 			for _, o := range rules[:i] {
 				pair := http.NewServeMux()
-				if register(pair, o.Route) == nil && register(pair, c.Route) != nil {
-					return nil, invalid("route %q of rule %q conflicts with route %q of rule %q: neither is more specific (net/http.ServeMux precedence)",
-						c.Route, c.Name, o.Route, o.Name)
+				if register(pair, o.Pattern) == nil && register(pair, c.Pattern) != nil {
+					return nil, d.Invalid("route %q of rule %q conflicts with route %q of rule %q: neither is more specific (net/http.ServeMux precedence)",
+						c.Pattern, c.Name, o.Pattern, o.Name)
 				}
 			}
-			return nil, invalid("rule %q: route %q: %w", c.Name, c.Route, err)
+			return nil, d.Invalid("rule %q: route %q: %w", c.Name, c.Pattern, err)
 		}
-		m.rules[c.Route] = c
+		m.rules[c.Pattern] = c
 	}
 	return m, nil
 }
@@ -510,28 +243,4 @@ func routeShape(p string) string {
 		rest = rest[i+j+1:]
 	}
 	return b.String()
-}
-
-// policy returns the policy names of a rule's limits and its
-// RateLimit-Policy field: the rule's name for a single limit, the name and
-// the limit's index from 0 for several ("search-0", "search-1"); q is the
-// Rate and w the Period in whole seconds, rounded up.
-func policy(r Rule) (names []string, field string) {
-	var b strings.Builder
-	for i, l := range r.Limits {
-		name := r.Name
-		if len(r.Limits) > 1 {
-			name += "-" + strconv.Itoa(i)
-		}
-		names = append(names, name)
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.Quote(name)) // names are plain ASCII: a valid sf-string
-		b.WriteString(";q=")
-		b.WriteString(strconv.FormatInt(l.Rate, 10))
-		b.WriteString(";w=")
-		b.WriteString(strconv.FormatInt(max(ceilSeconds(l.Period), 1), 10))
-	}
-	return names, b.String()
 }

@@ -59,7 +59,7 @@ func TestMatch(t *testing.T) {
 		t.Run(tt.method+" "+tt.target+" "+tt.tier, func(t *testing.T) {
 			r := httptest.NewRequest(tt.method, tt.target, nil)
 			got := ""
-			if rl := s.match(r, tt.tier); rl != nil {
+			if rl := match(s, r, tt.tier); rl != nil {
 				got = rl.Name
 			}
 			if got != tt.want {
@@ -73,7 +73,7 @@ func TestMatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rl := s.match(httptest.NewRequest("GET", "/other", nil), ""); rl != nil {
+		if rl := match(s, httptest.NewRequest("GET", "/other", nil), ""); rl != nil {
 			t.Errorf("match = %q, want none", rl.Name)
 		}
 	})
@@ -159,31 +159,6 @@ func TestLeakyBucketWarning(t *testing.T) {
 				t.Fatalf("warnings = %q, want some: %v", w, tt.warn)
 			}
 		})
-	}
-	if d := longestDelay(leaky); d != 2*time.Second {
-		t.Errorf("longestDelay(%v) = %v, want 2s", leaky, d)
-	}
-	if b := burstFor(leaky, 1500*time.Millisecond); b != 16 {
-		t.Errorf("burstFor(%v, 1.5s) = %d, want 16", leaky, b)
-	}
-}
-
-func TestPolicy(t *testing.T) {
-	tests := []struct {
-		rule  Rule
-		names string
-		field string
-	}{
-		{Rule{Name: "default", Limits: []hybrid.Limit{hybrid.PerMinute(100)}}, "default", `"default";q=100;w=60`},
-		{Rule{Name: "s", Limits: []hybrid.Limit{hybrid.PerSecond(10), hybrid.PerHour(1000)}}, "s-0 s-1", `"s-0";q=10;w=1, "s-1";q=1000;w=3600`},
-		{Rule{Name: "sub", Limits: []hybrid.Limit{{Rate: 5, Period: 1500 * time.Millisecond}}}, "sub", `"sub";q=5;w=2`},
-		{Rule{Name: "tiny", Limits: []hybrid.Limit{{Rate: 5, Period: time.Millisecond}}}, "tiny", `"tiny";q=5;w=1`},
-	}
-	for _, tt := range tests {
-		names, field := policy(tt.rule)
-		if strings.Join(names, " ") != tt.names || field != tt.field {
-			t.Errorf("policy(%v) = %q, %q; want %q, %q", tt.rule.Limits, names, field, tt.names, tt.field)
-		}
 	}
 }
 

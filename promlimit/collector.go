@@ -6,8 +6,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/hybridlimit/hybridlimit/grpclimit"
 	"github.com/hybridlimit/hybridlimit/httplimit"
 	"github.com/hybridlimit/hybridlimit/hybrid"
+	"github.com/hybridlimit/hybridlimit/internal/ruleset"
 )
 
 // DefaultNamespace starts every metric name when Config.Namespace is empty.
@@ -19,6 +21,13 @@ type HTTPSource interface {
 }
 
 var _ HTTPSource = (*httplimit.Middleware)(nil)
+
+// GRPCSource is what the Collector reads from a grpclimit.Interceptor.
+type GRPCSource interface {
+	Stats() grpclimit.Stats
+}
+
+var _ GRPCSource = (*grpclimit.Interceptor)(nil)
 
 // Config configures a Collector. The zero value of each field means its
 // documented default.
@@ -32,19 +41,69 @@ type Config struct {
 	// HTTP, when set, adds the metrics of an httplimit.Middleware: requests
 	// per rule and outcome, and rule reloads. Default nil.
 	HTTP HTTPSource
+	// GRPC, when set, adds the same metrics of a grpclimit.Interceptor,
+	// named grpc_ where HTTP's are named http_. Default nil.
+	GRPC GRPCSource
 }
 
 var validNamespace = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
-// Collector is a prometheus.Collector for a Limiter (and a Middleware). It
+// Collector is a prometheus.Collector for a Limiter (and its middlewares). It
 // is safe for concurrent use, as Prometheus requires.
 type Collector struct {
 	lim  *hybrid.Limiter
 	http HTTPSource
+	grpc GRPCSource
 
 	decisions, calls, errs, batched, latency, breaker, opened, degraded,
 	leaseKeys, leaseUnits, leaseLost, denyKeys, undecided, noNode, mayEvict *prometheus.Desc
+	httpRules, grpcRules ruleDescs
+}
+
+// ruleDescs are the metrics of one middleware's rules.
+type ruleDescs struct {
 	requests, reloads, reloadErrors *prometheus.Desc
+}
+
+func newRuleDescs(desc func(name, help string, labels ...string) *prometheus.Desc, proto, what string) ruleDescs {
+	return ruleDescs{
+		requests:     desc(proto+"_requests_total", what+" decided by a rule, by outcome.", "rule", "outcome"),
+		reloads:      desc(proto+"_reloads_total", "Rule sets put in force after start."),
+		reloadErrors: desc(proto+"_reload_errors_total", "Rule sets refused as invalid."),
+	}
+}
+
+func (d ruleDescs) describe(ch chan<- *prometheus.Desc) {
+	ch <- d.requests
+	ch <- d.reloads
+	ch <- d.reloadErrors
+}
+
+// collect emits a middleware's counters; the middlewares' Stats share
+// ruleset.Stats's fields.
+func (d ruleDescs) collect(ch chan<- prometheus.Metric, st ruleset.Stats) {
+	for _, r := range st.Rules {
+		emit(ch, d.requests, prometheus.CounterValue, float64(r.Allowed), r.Name, "allowed")
+		emit(ch, d.requests, prometheus.CounterValue, float64(r.Delayed), r.Name, "delayed")
+		emit(ch, d.requests, prometheus.CounterValue, float64(r.Denied), r.Name, "denied")
+		emit(ch, d.requests, prometheus.CounterValue, float64(r.ShadowDenied), r.Name, "shadow_denied")
+		emit(ch, d.requests, prometheus.CounterValue, float64(r.Errors), r.Name, "error")
+	}
+	emit(ch, d.reloads, prometheus.CounterValue, float64(st.Reloads))
+	emit(ch, d.reloadErrors, prometheus.CounterValue, float64(st.ReloadErrors))
+}
+
+// ruleStats converts a middleware's Stats to ruleset's.
+func ruleStats[R ~struct {
+	Name                                           string
+	Shadow                                         bool
+	Allowed, Delayed, Denied, ShadowDenied, Errors int64
+}](reloads, reloadErrors int64, rules []R) ruleset.Stats {
+	st := ruleset.Stats{Reloads: reloads, ReloadErrors: reloadErrors, Rules: make([]ruleset.RuleStats, len(rules))}
+	for i, r := range rules {
+		st.Rules[i] = ruleset.RuleStats(r)
+	}
+	return st
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -66,6 +125,7 @@ func New(lim *hybrid.Limiter, cfg Config) (*Collector, error) {
 	c := &Collector{
 		lim:        lim,
 		http:       cfg.HTTP,
+		grpc:       cfg.GRPC,
 		decisions:  desc("decisions_total", "Requests answered by the limiter, by what decided (source) and outcome.", "source", "outcome"),
 		calls:      desc("node_calls_total", "Round trips to a Redis node.", "node"),
 		errs:       desc("node_errors_total", "Round trips to a Redis node that failed, timeouts included.", "node"),
@@ -83,9 +143,10 @@ func New(lim *hybrid.Limiter, cfg Config) (*Collector, error) {
 		mayEvict:   desc("node_may_evict", "1 when a node's maxmemory-policy can evict limiter keys (a maxmemory is set and the policy is not noeviction); policy is \"\" where CONFIG GET is not allowed.", "node", "policy"),
 	}
 	if c.http != nil {
-		c.requests = desc("http_requests_total", "HTTP requests decided by a rule, by outcome.", "rule", "outcome")
-		c.reloads = desc("http_reloads_total", "Rule sets put in force after start.")
-		c.reloadErrors = desc("http_reload_errors_total", "Rule sets refused as invalid.")
+		c.httpRules = newRuleDescs(desc, "http", "HTTP requests")
+	}
+	if c.grpc != nil {
+		c.grpcRules = newRuleDescs(desc, "grpc", "gRPC calls (and stream messages)")
 	}
 	return c, nil
 }
@@ -96,9 +157,10 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	if c.http != nil {
-		ch <- c.requests
-		ch <- c.reloads
-		ch <- c.reloadErrors
+		c.httpRules.describe(ch)
+	}
+	if c.grpc != nil {
+		c.grpcRules.describe(ch)
 	}
 }
 
@@ -119,7 +181,7 @@ var nodeReasons = func() []hybrid.Reason {
 	return out
 }()
 
-// Collect reads the Limiter's (and the Middleware's) counters and sends
+// Collect reads the Limiter's (and the middlewares') counters and sends
 // them as constant metrics.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.lim.Stats()
@@ -154,19 +216,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	emit(ch, c.leaseLost, prometheus.CounterValue, float64(st.LeaseUnitsLost))
 	emit(ch, c.denyKeys, prometheus.GaugeValue, float64(st.DenyCacheKeys))
 
-	if c.http == nil {
-		return
+	if c.http != nil {
+		hs := c.http.Stats()
+		c.httpRules.collect(ch, ruleStats(hs.Reloads, hs.ReloadErrors, hs.Rules))
 	}
-	hs := c.http.Stats()
-	for _, r := range hs.Rules {
-		emit(ch, c.requests, prometheus.CounterValue, float64(r.Allowed), r.Name, "allowed")
-		emit(ch, c.requests, prometheus.CounterValue, float64(r.Delayed), r.Name, "delayed")
-		emit(ch, c.requests, prometheus.CounterValue, float64(r.Denied), r.Name, "denied")
-		emit(ch, c.requests, prometheus.CounterValue, float64(r.ShadowDenied), r.Name, "shadow_denied")
-		emit(ch, c.requests, prometheus.CounterValue, float64(r.Errors), r.Name, "error")
+	if c.grpc != nil {
+		gs := c.grpc.Stats()
+		c.grpcRules.collect(ch, ruleStats(gs.Reloads, gs.ReloadErrors, gs.Rules))
 	}
-	emit(ch, c.reloads, prometheus.CounterValue, float64(hs.Reloads))
-	emit(ch, c.reloadErrors, prometheus.CounterValue, float64(hs.ReloadErrors))
 }
 
 // emit sends one constant metric; a label value Prometheus refuses (a node

@@ -1,13 +1,14 @@
 // Package promlimit exports the counters of a hybrid.Limiter, and
-// optionally of an httplimit.Middleware, to Prometheus.
+// optionally of an httplimit.Middleware and a grpclimit.Interceptor, to
+// Prometheus.
 //
-//	c, err := promlimit.New(lim, promlimit.Config{HTTP: mw})
+//	c, err := promlimit.New(lim, promlimit.Config{HTTP: mw, GRPC: ic})
 //	if err != nil { ... }
 //	prometheus.MustRegister(c)
 //	http.Handle("GET /metrics", promhttp.Handler())
 //
 // The Collector holds no state of its own: at each scrape it reads
-// lim.Stats() (and mw.Stats()) and emits constant metrics, so the
+// lim.Stats() (and mw.Stats(), ic.Stats()) and emits constant metrics, so the
 // Limiter's hot path pays nothing for them. Metric names, with the default
 // namespace "hybridlimit":
 //
@@ -28,6 +29,13 @@
 //	hybridlimit_http_requests_total{rule,outcome}    counter: requests per rule, by outcome ("allowed", "delayed", "denied", "shadow_denied", "error")
 //	hybridlimit_http_reloads_total                   counter: rule sets put in force after start
 //	hybridlimit_http_reload_errors_total             counter: rule sets refused as invalid
+//
+// and with Config.GRPC the same three for gRPC (outcomes as above; a
+// PerMessage rule counts each stream message too):
+//
+//	hybridlimit_grpc_requests_total{rule,outcome}    counter: calls per rule, by outcome
+//	hybridlimit_grpc_reloads_total                   counter: rule sets put in force after start
+//	hybridlimit_grpc_reload_errors_total             counter: rule sets refused as invalid
 //
 // Counters restart from zero with the process, as Prometheus expects. Only
 // the rules in force are reported; a rule keeps its counts across reloads

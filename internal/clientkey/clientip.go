@@ -1,8 +1,8 @@
-package httplimit
+package clientkey
 
 import (
+	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"strings"
 )
@@ -17,19 +17,67 @@ const (
 	maxEntryLen = 128
 )
 
-// resolver finds the client address of a request.
-type resolver struct {
+// ParseTrusted parses a list of trusted proxies: CIDR prefixes
+// ("10.0.0.0/8") or single addresses ("2001:db8::1"). IPv4-mapped IPv6
+// prefixes (::ffff:10.0.0.0/104) become IPv4 prefixes, as addresses are
+// compared unmapped. A prefix of length 0 is refused: it would let every
+// client choose its key. Errors name the entry; callers wrap them in their
+// own sentinel.
+func ParseTrusted(list []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(list))
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		var p netip.Prefix
+		if strings.Contains(s, "/") {
+			var err error
+			if p, err = netip.ParsePrefix(s); err != nil {
+				return nil, fmt.Errorf("trusted proxy %q: %w", s, err)
+			}
+		} else {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				return nil, fmt.Errorf("trusted proxy %q: %w", s, err)
+			}
+			if a.Zone() != "" {
+				return nil, fmt.Errorf("trusted proxy %q: zones are not compared; drop %%%s", s, a.Zone())
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		if a := p.Addr(); a.Is4In6() {
+			if p.Bits() < 96 {
+				return nil, fmt.Errorf("trusted proxy %q: an IPv4-mapped prefix needs at least 96 bits", s)
+			}
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
+		if p.Bits() == 0 {
+			return nil, fmt.Errorf("trusted proxy %q trusts every address, which lets any client choose its key", s)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// Resolver finds the client address of a request from its peer and the
+// forwarding header its trusted proxies appended to. The zero Resolver
+// trusts no proxy. It is immutable, so safe for concurrent use.
+type Resolver struct {
 	trusted   []netip.Prefix
-	header    string // canonical name of the forwarding header
-	forwarded bool   // header is RFC 7239 Forwarded
+	forwarded bool // the header is RFC 7239 Forwarded
 }
 
-func newResolver(trusted []netip.Prefix, header string) resolver {
-	header = http.CanonicalHeaderKey(header)
-	return resolver{trusted: trusted, header: header, forwarded: header == "Forwarded"}
+// NewResolver returns a Resolver believing the forwarding header of the
+// peers in trusted (see ParseTrusted); forwarded says the header is RFC
+// 7239 Forwarded rather than a list of addresses like X-Forwarded-For.
+func NewResolver(trusted []netip.Prefix, forwarded bool) Resolver {
+	return Resolver{trusted: trusted, forwarded: forwarded}
 }
 
-func (p *resolver) isTrusted(a netip.Addr) bool {
+// IsForwarded reports whether a header (or gRPC metadata key) of this name
+// is parsed as RFC 7239 Forwarded: "Forwarded" in any case.
+func IsForwarded(name string) bool { return strings.EqualFold(name, "Forwarded") }
+
+// IsTrusted reports whether a is a trusted proxy.
+func (p *Resolver) IsTrusted(a netip.Addr) bool {
 	for _, t := range p.trusted {
 		if t.Contains(a) {
 			return true
@@ -38,7 +86,7 @@ func (p *resolver) isTrusted(a netip.Addr) bool {
 	return false
 }
 
-// clientIP returns the client's address: the peer's when it is not a
+// ClientIP returns the client's address: the peer's when it is not a
 // trusted proxy; otherwise the first untrusted address of the forwarding
 // header walked right to left (each trusted hop appends its own peer, so
 // the entries on the right were written by our proxies and those left of
@@ -48,16 +96,19 @@ func (p *resolver) isTrusted(a netip.Addr) bool {
 // reached, which a trusted hop vouched for. ok is false only when
 // RemoteAddr itself holds no address. Addresses come back unmapped (an
 // IPv4-mapped IPv6 address becomes IPv4) and without a zone.
-func (p *resolver) clientIP(remoteAddr string, h http.Header) (addr netip.Addr, ok bool) {
-	peer, ok := parseHost(remoteAddr)
+//
+// remoteAddr is the peer as "host:port", "[v6]:port" or a bare address;
+// lines are the values of the forwarding header, in the order received
+// (one per header line or metadata value).
+func (p *Resolver) ClientIP(remoteAddr string, lines []string) (addr netip.Addr, ok bool) {
+	peer, ok := ParseHost(remoteAddr)
 	if !ok {
 		return netip.Addr{}, false
 	}
-	if len(p.trusted) == 0 || !p.isTrusted(peer) {
+	if len(p.trusted) == 0 || !p.IsTrusted(peer) {
 		return peer, true
 	}
 	client := peer
-	lines := h[p.header]
 	hops := 0
 	for i := len(lines) - 1; i >= 0; i-- {
 		line := lines[i]
@@ -77,7 +128,7 @@ func (p *resolver) clientIP(remoteAddr string, h http.Header) (addr netip.Addr, 
 			if !valid {
 				return client, true
 			}
-			if !p.isTrusted(a) {
+			if !p.IsTrusted(a) {
 				return a, true
 			}
 			client = a
@@ -90,9 +141,10 @@ func (p *resolver) clientIP(remoteAddr string, h http.Header) (addr netip.Addr, 
 	return client, true
 }
 
-// parseHost parses a RemoteAddr: "host:port", "[v6]:port" or a bare
-// address.
-func parseHost(s string) (netip.Addr, bool) {
+// ParseHost parses a peer address: "host:port", "[v6]:port" or a bare
+// address, unmapped and without its zone; false for anything else (a Unix
+// socket's path) and for the unspecified address.
+func ParseHost(s string) (netip.Addr, bool) {
 	if len(s) > maxEntryLen {
 		return netip.Addr{}, false
 	}
@@ -117,8 +169,8 @@ func normalize(a netip.Addr) (netip.Addr, bool) {
 	return a, true
 }
 
-// trimOWS trims optional whitespace (RFC 9110).
-func trimOWS(s string) string { return strings.Trim(s, " \t") }
+// TrimOWS trims optional whitespace (RFC 9110).
+func TrimOWS(s string) string { return strings.Trim(s, " \t") }
 
 // parseNode parses one address as proxies write it: "192.0.2.1",
 // "192.0.2.1:8080", "2001:db8::1", "[2001:db8::1]", "[2001:db8::1]:8080",
@@ -126,7 +178,7 @@ func trimOWS(s string) string { return strings.Trim(s, " \t") }
 // IPv6 zone. IPv4 must be dotted decimal: hex, octal and integer forms are
 // malformed.
 func parseNode(s string) (netip.Addr, bool) {
-	s = trimOWS(s)
+	s = TrimOWS(s)
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
 		s = s[1 : len(s)-1]
 	}
@@ -189,14 +241,14 @@ func validPort(s string, optional bool) bool {
 // valid value contains one, and honouring quotes would let a client's
 // unbalanced quote swallow the elements our proxies append after it.
 func parseForwardedElement(elem string) (netip.Addr, bool) {
-	elem = trimOWS(elem)
+	elem = TrimOWS(elem)
 	if elem == "" || len(elem) > 4*maxEntryLen {
 		return netip.Addr{}, false
 	}
 	var node string
 	found := false
 	for pair := range strings.SplitSeq(elem, ";") {
-		pair = trimOWS(pair)
+		pair = TrimOWS(pair)
 		if pair == "" {
 			continue
 		}

@@ -1,4 +1,4 @@
-package httplimit
+package ruleset
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 // file.
 const reloadDebounce = 100 * time.Millisecond
 
-// Watch puts the rules file at path in force (see ParseRules), then again
+// Watch puts the rules file at path in force (parsed by parse), then again
 // each time it changes, until ctx ends; it returns nil then, having stopped
 // every goroutine it started. It returns an error only when the directory
 // cannot be watched.
@@ -30,39 +30,32 @@ const reloadDebounce = 100 * time.Millisecond
 // that does not parse or validate is logged as an error and counted
 // (Stats.ReloadErrors), and the rules in force stay; so do they while the
 // file is missing (logged as a warning). A valid file is put in force with
-// SetRules: atomically, and rules that keep their name keep their budgets
-// and counters.
-//
-// Watch blocks; run it in a goroutine:
-//
-//	go func() {
-//		if err := mw.Watch(ctx, "rules.yaml"); err != nil {
-//			log.Print(err)
-//		}
-//	}()
-func (m *Middleware) Watch(ctx context.Context, path string) error {
+// Swap: atomically, and rules that keep their name keep their budgets and
+// counters.
+func (e *Engine[M]) Watch(ctx context.Context, path string, parse func([]byte) (RuleSet, error)) error {
+	pkg := e.d.Pkg
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return fmt.Errorf("httplimit: watching %s: %w", path, err)
+		return fmt.Errorf("%s: watching %s: %w", pkg, path, err)
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
-		return fmt.Errorf("httplimit: watching %s: %w", path, err)
+		return fmt.Errorf("%s: watching %s: %w", pkg, path, err)
 	}
 	defer w.Close() // waits for the watcher's goroutine
 	if err := w.Add(filepath.Dir(abs)); err != nil {
-		return fmt.Errorf("httplimit: watching %s: %w", filepath.Dir(abs), err)
+		return fmt.Errorf("%s: watching %s: %w", pkg, filepath.Dir(abs), err)
 	}
 	var last []byte                 // content last read; nil when missing
 	missing, failed := false, false // the last read found no file; a problem was logged
 	readErr := ""                   // the last read's error
 	reload := func() {
-		data, err := readRules(abs)
+		data, err := ReadFile(e.d, abs)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			readErr = ""
 			if !missing {
-				m.cfg.Logger.Warn("httplimit: rules file missing; the rules in force stay", "path", abs)
+				e.log.Warn(pkg+": rules file missing; the rules in force stay", "path", abs)
 			}
 			missing, failed, last = true, true, nil
 			return
@@ -70,8 +63,8 @@ func (m *Middleware) Watch(ctx context.Context, path string) error {
 			// Unreadable, or too large: a failed reload, counted once.
 			if msg := err.Error(); msg != readErr {
 				readErr = msg
-				m.reloadErrors.Add(1)
-				m.cfg.Logger.Error("httplimit: rules file not loaded; the rules in force stay", "path", abs, "err", err)
+				e.reloadErrors.Add(1)
+				e.log.Error(pkg+": rules file not loaded; the rules in force stay", "path", abs, "err", err)
 			}
 			missing, failed, last = false, true, nil
 			return
@@ -81,24 +74,24 @@ func (m *Middleware) Watch(ctx context.Context, path string) error {
 			return
 		}
 		last = data
-		rs, err := ParseRules(data)
+		rs, err := parse(data)
 		if err == nil {
 			var changed bool
-			if changed, err = m.swap(rs); err == nil {
+			if changed, err = e.Swap(rs); err == nil {
 				switch {
 				case changed:
-					m.cfg.Logger.Info("httplimit: rules reloaded", "path", abs, "rules", len(rs.Rules), "default", rs.Default != nil)
+					e.log.Info(pkg+": rules reloaded", "path", abs, "rules", len(rs.Rules), "default", rs.Default != nil)
 				case failed:
-					m.cfg.Logger.Info("httplimit: rules file valid again; it holds the rules in force", "path", abs)
+					e.log.Info(pkg+": rules file valid again; it holds the rules in force", "path", abs)
 				}
 				failed = false
 				return
 			}
 		} else {
-			m.reloadErrors.Add(1)
+			e.reloadErrors.Add(1)
 		}
 		failed = true
-		m.cfg.Logger.Error("httplimit: rules file rejected; the rules in force stay", "path", abs, "err", err)
+		e.log.Error(pkg+": rules file rejected; the rules in force stay", "path", abs, "err", err)
 	}
 	reload()
 
@@ -111,7 +104,7 @@ func (m *Middleware) Watch(ctx context.Context, path string) error {
 			return nil
 		case _, ok := <-w.Events:
 			if !ok {
-				return fmt.Errorf("httplimit: watching %s: watcher closed", abs)
+				return fmt.Errorf("%s: watching %s: watcher closed", pkg, abs)
 			}
 			// Any change in the directory may be ours (a symlink swapped
 			// under it, a rename onto it); the read is cheap and identical
@@ -119,9 +112,9 @@ func (m *Middleware) Watch(ctx context.Context, path string) error {
 			timer.Reset(reloadDebounce)
 		case err, ok := <-w.Errors:
 			if !ok {
-				return fmt.Errorf("httplimit: watching %s: watcher closed", abs)
+				return fmt.Errorf("%s: watching %s: watcher closed", pkg, abs)
 			}
-			m.cfg.Logger.Warn("httplimit: watching rules file", "path", abs, "err", err)
+			e.log.Warn(pkg+": watching rules file", "path", abs, "err", err)
 			timer.Reset(reloadDebounce) // events may have been lost
 		case <-timer.C:
 			reload()

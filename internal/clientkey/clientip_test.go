@@ -1,4 +1,4 @@
-package httplimit
+package clientkey
 
 import (
 	"net/http"
@@ -10,11 +10,26 @@ import (
 
 func mustTrusted(t testing.TB, list ...string) []netip.Prefix {
 	t.Helper()
-	p, err := parseTrusted(list)
+	p, err := ParseTrusted(list)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// headerResolver reads the forwarding header of an HTTP request, as
+// httplimit does.
+type headerResolver struct {
+	Resolver
+	header string
+}
+
+func newResolver(trusted []netip.Prefix, header string) headerResolver {
+	return headerResolver{NewResolver(trusted, IsForwarded(header)), http.CanonicalHeaderKey(header)}
+}
+
+func (p *headerResolver) clientIP(remoteAddr string, h http.Header) (netip.Addr, bool) {
+	return p.ClientIP(remoteAddr, h[p.header])
 }
 
 // trustedForTests are the proxies of the client-IP tests.
@@ -32,7 +47,7 @@ func TestClientIP(t *testing.T) {
 	manyHops := "203.0.113.7, " + strings.Join(hops, ", ")
 	tests := []struct {
 		name   string
-		r      *resolver
+		r      *headerResolver
 		remote string
 		header map[string][]string
 		want   string // "" for no address
@@ -165,7 +180,7 @@ func TestParseTrusted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := parseTrusted([]string{tt.in})
+			got, err := ParseTrusted([]string{tt.in})
 			if tt.want == "" {
 				if err == nil {
 					t.Fatalf("parseTrusted(%q) = %v, want an error", tt.in, got)

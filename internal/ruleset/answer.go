@@ -1,0 +1,120 @@
+package ruleset
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/hybridlimit/hybridlimit/hybrid"
+)
+
+// Decision is a middleware's answer to a request.
+type Decision struct {
+	Allowed bool
+	// Retry is, when denied, how long until the request would pass: the
+	// Limiter's RetryAfter; for a Delay above MaxDelay, the excess: the
+	// request's place in the queue is given back (Limiter.Refund).
+	Retry time.Duration
+}
+
+// Decide turns the Limiter's answer into the rule's: a LeakyBucket Delay
+// above MaxDelay is a denial.
+func (rl *Compiled) Decide(res hybrid.Result) Decision {
+	switch {
+	case !res.Allowed:
+		return Decision{Retry: res.RetryAfter}
+	case res.Delay > rl.MaxDelay:
+		return Decision{Retry: res.Delay - rl.MaxDelay}
+	}
+	return Decision{Allowed: true}
+}
+
+// RetrySeconds is a denial's Retry in whole seconds, rounded up, never 0:
+// Retry-After, RetryInfo and the denied RateLimit's t.
+func (d Decision) RetrySeconds() int64 { return max(CeilSeconds(d.Retry), 1) }
+
+// CeilSeconds rounds d up to whole seconds; 0 for d <= 0.
+func CeilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+// Binding returns the index of the rule's limit that bound res: the rule's
+// limits are the call's, in order.
+func (rl *Compiled) Binding(res hybrid.Result) int {
+	if res.Binding < 0 || res.Binding >= len(rl.Limits) {
+		return 0
+	}
+	return res.Binding
+}
+
+// BindingName is the policy name of the limit that bound res, as the
+// RateLimit field and a denial name it.
+func (rl *Compiled) BindingName(res hybrid.Result) string { return rl.Names[rl.Binding(res)] }
+
+// effectiveWindow is, for an admitted request, the time within which the
+// client can use no more than the remaining quota: until the window ends
+// for a FixedWindow, whose quota grows only then; for the others, one
+// unit's share of the period, the time in which their quota grows by
+// about one unit (a bucket refills at that pace; a sliding window's events
+// leave it at that pace on average). Never below a second: t is whole
+// seconds, and 0 would tell a client with budget that it has no time to
+// use it.
+func effectiveWindow(l hybrid.Limit, res hybrid.Result) time.Duration {
+	if l.Algorithm == hybrid.FixedWindow {
+		return max(res.ResetAfter, time.Second)
+	}
+	return max(l.Period/time.Duration(l.Rate), time.Second)
+}
+
+// Remaining returns the binding limit's remaining units and the time until
+// it is full again, as a response reports them: Remaining is 0 when
+// denied, and the reset is at least the denial's Retry.
+func (rl *Compiled) Remaining(res hybrid.Result, d Decision) (remaining int64, reset time.Duration) {
+	if !d.Allowed {
+		return 0, max(res.ResetAfter, d.Retry)
+	}
+	return max(res.Remaining, 0), res.ResetAfter
+}
+
+// RateLimit returns the value of the RateLimit field of
+// draft-ietf-httpapi-ratelimit-headers for a decided request, and false
+// when no decision was made (SourceFailOpen): then only the policy is
+// sent. Every value comes from the durations in res, measured on the Redis
+// server's clock.
+//
+// hybrid reports the binding limit only, so the field carries one item,
+// the binding limit's, while RateLimit-Policy lists every limit of the
+// rule. Its t is the effective window of draft-11 (4.1.2), the seconds
+// within which the client can use no more than r (effectiveWindow); when
+// denied, the time until the request would pass (RetrySeconds).
+func (rl *Compiled) RateLimit(res hybrid.Result, d Decision) (string, bool) {
+	if res.Source == hybrid.SourceFailOpen {
+		return "", false
+	}
+	b := rl.Binding(res)
+	remaining, _ := rl.Remaining(res, d)
+	t := CeilSeconds(effectiveWindow(rl.Limits[b], res))
+	if !d.Allowed {
+		t = d.RetrySeconds()
+	}
+	v := make([]byte, 0, 64)
+	v = strconv.AppendQuote(v, rl.Names[b])
+	v = append(v, ";r="...)
+	v = strconv.AppendInt(v, remaining, 10)
+	v = append(v, ";t="...)
+	v = strconv.AppendInt(v, t, 10)
+	return string(v), true
+}
+
+// Detail is the sentence a denial carries: `Too many requests under rule
+// "search"; retry in 3 seconds.`
+func (rl *Compiled) Detail(d Decision) string {
+	secs := d.RetrySeconds()
+	unit := " seconds."
+	if secs == 1 {
+		unit = " second."
+	}
+	return "Too many requests under rule " + strconv.Quote(rl.Name) + "; retry in " + strconv.FormatInt(secs, 10) + unit
+}

@@ -1,0 +1,51 @@
+package ruleset
+
+import (
+	"testing"
+	"time"
+
+	"github.com/hybridlimit/hybridlimit/hybrid"
+)
+
+// TestAnswers checks the values both middlewares send, from a Result.
+func TestAnswers(t *testing.T) {
+	two := Rule{Name: "s", Limits: []hybrid.Limit{hybrid.PerMinute(3), hybrid.PerHour(100)}, MaxDelay: 100 * time.Millisecond}
+	names, pol := policy(two)
+	rl := &Compiled{Rule: two, Names: names, Policy: pol}
+	fixed := &Compiled{Rule: Rule{Name: "f", Limits: []hybrid.Limit{{Algorithm: hybrid.FixedWindow, Rate: 10, Period: time.Minute}}}, Names: []string{"f"}}
+	tests := []struct {
+		name      string
+		rl        *Compiled
+		res       hybrid.Result
+		rateLimit string // "" for none
+		detail    string // for a denial
+	}{
+		{"allowed", rl, hybrid.Result{Allowed: true, Remaining: 2, ResetAfter: 20 * time.Second}, `"s-0";r=2;t=20`, ""},
+		{"binding second limit", rl, hybrid.Result{Allowed: true, Binding: 1, Remaining: 7}, `"s-1";r=7;t=36`, ""},
+		{"binding out of range", rl, hybrid.Result{Allowed: true, Binding: 9, Remaining: 1}, `"s-0";r=1;t=20`, ""},
+		{"denied", rl, hybrid.Result{RetryAfter: 1500 * time.Millisecond, Remaining: 5}, `"s-0";r=0;t=2`, `Too many requests under rule "s"; retry in 2 seconds.`},
+		{"denied below a second", rl, hybrid.Result{RetryAfter: time.Millisecond}, `"s-0";r=0;t=1`, `Too many requests under rule "s"; retry in 1 second.`},
+		{"delay above max", rl, hybrid.Result{Allowed: true, Delay: 2 * time.Second}, `"s-0";r=0;t=2`, `Too many requests under rule "s"; retry in 2 seconds.`},
+		{"fixed window: to its end", fixed, hybrid.Result{Allowed: true, Remaining: 4, ResetAfter: 12300 * time.Millisecond}, `"f";r=4;t=13`, ""},
+		{"fail open", rl, hybrid.Result{Allowed: true, Source: hybrid.SourceFailOpen}, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := tt.rl.Decide(tt.res)
+			got, ok := tt.rl.RateLimit(tt.res, d)
+			if got != tt.rateLimit || ok != (tt.rateLimit != "") {
+				t.Errorf("RateLimit = %q, %v; want %q", got, ok, tt.rateLimit)
+			}
+			if !d.Allowed {
+				if got := tt.rl.Detail(d); got != tt.detail {
+					t.Errorf("Detail = %q, want %q", got, tt.detail)
+				}
+			} else if tt.detail != "" {
+				t.Errorf("Decide(%+v) allowed, want a denial", tt.res)
+			}
+		})
+	}
+	if pol != `"s-0";q=3;w=60, "s-1";q=100;w=3600` {
+		t.Errorf("policy = %q", pol)
+	}
+}

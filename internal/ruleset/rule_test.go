@@ -1,0 +1,38 @@
+package ruleset
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hybridlimit/hybridlimit/hybrid"
+)
+
+func TestPolicy(t *testing.T) {
+	tests := []struct {
+		rule  Rule
+		names string
+		field string
+	}{
+		{Rule{Name: "default", Limits: []hybrid.Limit{hybrid.PerMinute(100)}}, "default", `"default";q=100;w=60`},
+		{Rule{Name: "s", Limits: []hybrid.Limit{hybrid.PerSecond(10), hybrid.PerHour(1000)}}, "s-0 s-1", `"s-0";q=10;w=1, "s-1";q=1000;w=3600`},
+		{Rule{Name: "sub", Limits: []hybrid.Limit{{Rate: 5, Period: 1500 * time.Millisecond}}}, "sub", `"sub";q=5;w=2`},
+		{Rule{Name: "tiny", Limits: []hybrid.Limit{{Rate: 5, Period: time.Millisecond}}}, "tiny", `"tiny";q=5;w=1`},
+	}
+	for _, tt := range tests {
+		names, field := policy(tt.rule)
+		if strings.Join(names, " ") != tt.names || field != tt.field {
+			t.Errorf("policy(%v) = %q, %q; want %q, %q", tt.rule.Limits, names, field, tt.names, tt.field)
+		}
+	}
+}
+
+func TestLongestDelay(t *testing.T) {
+	leaky := hybrid.Limit{Algorithm: hybrid.LeakyBucket, Rate: 10, Period: time.Second, Burst: 21}
+	if d := LongestDelay(leaky); d != 2*time.Second {
+		t.Errorf("LongestDelay(%v) = %v, want 2s", leaky, d)
+	}
+	if b := BurstFor(leaky, 1500*time.Millisecond); b != 16 {
+		t.Errorf("BurstFor(%v, 1.5s) = %d, want 16", leaky, b)
+	}
+}
