@@ -28,8 +28,15 @@ end
 local out = {}
 local oi = 0
 local ki = 1
+-- Heads repeat (most requests are of one unit against one set), and Lua
+-- strings are interned: one comparison replaces a tonumber per request.
+local last, lasth = nil, 0
 for i = ai, #ARGV do
-  local h = tonumber(ARGV[i])
+  local hs = ARGV[i]
+  if hs ~= last then
+    last, lasth = hs, tonumber(hs)
+  end
+  local h = lasth
   local lease = h < 0
   if lease then
     h = -h

@@ -23,9 +23,20 @@ local function tb_deficit(s, base)
   return diff
 end
 
+-- The quantum of raw and its base (nq*R mod 2^52) for limit sp, computed
+-- once per instant: the requests of a call share sp and the server time
+-- (and a library keeps sp between calls).
+local function tb_now(sp, raw)
+  if sp.raw ~= raw then
+    local nq = fdiv(raw, sp.q)
+    sp.raw, sp.nq, sp.base = raw, nq, modmul(nq, sp.r)
+  end
+  return sp.nq, sp.base
+end
+
 function TB.look(key, sp, raw)
-  local nq = fdiv(raw, sp.q)
-  local v = {sp = sp, key = key, raw = raw, now = raw, nq = nq, d = 0, base = modmul(nq, sp.r)}
+  local nq, base = tb_now(sp, raw)
+  local v = {sp = sp, key = key, raw = raw, now = raw, nq = nq, d = 0, base = base}
   v.d = tb_deficit(kget(key), v.base)
   if v.d > sp.c * sp.p then
     v.d = sp.c * sp.p
@@ -40,8 +51,7 @@ end
 -- remaining, retry and reset (µs).
 function TB.take(key, sp, raw, cost)
   local q, p, r = sp.q, sp.p, sp.r
-  local nq = fdiv(raw, q)
-  local base = modmul(nq, r)
+  local nq, base = tb_now(sp, raw)
   local d = tb_deficit(rcall('GET', key), base)
   local full, need = sp.c * p, cost * p
   if d + need > full then
