@@ -36,6 +36,10 @@ func newDenyCache(maxKeys int) *denyCache {
 // get returns the remembered denial for the request, with its RetryAfter
 // and ResetAfter counted down, or ok false.
 func (c *denyCache) get(key string, n int64, limits []Limit) (Result, bool) {
+	if c.n.Load() == 0 {
+		// Nothing denied lately: no lookup.
+		return Result{}, false
+	}
 	v, ok := c.m.Load(key)
 	if !ok {
 		return Result{}, false

@@ -265,6 +265,11 @@ func (ls *leases) demand(key string) float64 {
 // way): the request then goes to Redis as usual rather than taking another.
 // It never blocks and does not allocate.
 func (ls *leases) spend(key string, n int64, limits []Limit) (r Result, served, held bool) {
+	if ls.count.Load() == 0 {
+		// No lease at all (every key cold): no lookup. A lease stored
+		// just now may be missed; its key then goes to Redis once.
+		return Result{}, false, false
+	}
 	v, ok := ls.entries.Load(key)
 	if !ok {
 		return Result{}, false, false

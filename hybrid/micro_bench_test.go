@@ -4,9 +4,13 @@ import (
 	"context"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hybridlimit/hybridlimit/internal/redistest"
 )
 
 // Micro-benchmarks of the hot path's parts, in process or on miniredis, so
@@ -153,4 +157,84 @@ func BenchmarkBatcher(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkBatchYield: 64 goroutines, cold keys (uniform over 100,000, one
+// token bucket each), one Limiter on 3 real redis-server nodes, with and
+// without the worker's yield between batches (yieldBetweenBatches). It
+// reports the requests per round trip and the CPU per decision of this
+// process (getrusage) and of the nodes (INFO cpu):
+//
+//	go test -run '^$' -bench BatchYield -benchtime 200000x -count 4 ./hybrid/
+func BenchmarkBatchYield(b *testing.B) {
+	srv := redistest.StartN(b, 3)
+	addrs := make([]string, len(srv))
+	for i, s := range srv {
+		addrs[i] = s.Addr()
+	}
+	keys := make([]string, 100_000)
+	for i := range keys {
+		keys[i] = "u:" + strconv.Itoa(i)
+	}
+	for _, yield := range []bool{true, false} {
+		b.Run("yield="+strconv.FormatBool(yield), func(b *testing.B) {
+			defer func(old bool) { yieldBetweenBatches = old }(yieldBetweenBatches)
+			yieldBetweenBatches = yield
+			lim, err := New(Config{Addrs: addrs, Lease: LeaseConfig{Disable: true}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer lim.Close()
+			ctx := context.Background()
+			l := PerMinute(1_000_000)
+			var next atomic.Int64
+			redis0 := serversCPU(b, srv)
+			client0 := processCPU(b)
+			calls0 := nodeCalls(lim)
+			b.SetParallelism(32) // 64 goroutines on 2 processors
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := lim.Allow(ctx, keys[next.Add(7919)%int64(len(keys))], l); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.StopTimer()
+			n := float64(b.N)
+			b.ReportMetric(n/float64(nodeCalls(lim)-calls0), "decisions/call")
+			b.ReportMetric((processCPU(b)-client0).Seconds()*1e6/n, "client-µs/decision")
+			b.ReportMetric((serversCPU(b, srv)-redis0).Seconds()*1e6/n, "redis-µs/decision")
+		})
+	}
+}
+
+// processCPU is this process's CPU time, user and system.
+func processCPU(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// serversCPU is the CPU time the servers have used, from INFO cpu.
+func serversCPU(b *testing.B, srv []*redistest.Server) time.Duration {
+	b.Helper()
+	var total float64
+	for _, s := range srv {
+		info, err := s.Client(b).Info(context.Background(), "cpu").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			name, val, ok := strings.Cut(line, ":")
+			if ok && (name == "used_cpu_user" || name == "used_cpu_sys") {
+				f, _ := strconv.ParseFloat(val, 64)
+				total += f
+			}
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }
