@@ -176,7 +176,8 @@ func (stepTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-// siLabel formats a power of ten: 1, 10, 100, 1k, 10k, 100k, 1M, ...
+// siLabel formats a number with an SI suffix: 1, 10, 100, 1k, 7.5k,
+// 10k, 1.5M, ...
 func siLabel(v float64) string {
 	for _, u := range []struct {
 		f float64

@@ -135,8 +135,8 @@ func TestOfferAbandons(t *testing.T) {
 	if floor := (hold - window).Microseconds(); st.latency.Min() < floor*999/1000 {
 		t.Errorf("shortest latency %d µs, want at least %d µs: an abandoned arrival counts what it waited", st.latency.Min(), floor)
 	}
-	if a := st.achieved(); a >= 0.9 {
-		t.Errorf("achieved %.2f, want well below 1", a)
+	if a := st.achieved(); a >= minAchieved {
+		t.Errorf("achieved %.2f, want below %v", a, minAchieved)
 	}
 }
 
@@ -153,7 +153,8 @@ func TestOfferOverflow(t *testing.T) {
 }
 
 // TestDispatcherLag: a dispatcher that wakes late is seen to fall behind
-// its schedule: its lag is recorded and counted in every latency.
+// its schedule: its lag is recorded, counted in every latency, and
+// judged the generator's.
 func TestDispatcherLag(t *testing.T) {
 	const late = 2 * time.Millisecond
 	oversleep := func(d time.Duration) { time.Sleep(d + late) }
@@ -163,6 +164,11 @@ func TestDispatcherLag(t *testing.T) {
 	}
 	if got := st.latency.Max(); got < late.Microseconds() {
 		t.Errorf("largest latency %d µs, want at least the lag %v", got, late)
+	}
+	r := loadRow{Scheduled: st.scheduled, Decisions: st.decisions, AchievedPct: 100 * st.achieved(),
+		P99us: float64(st.latency.ValueAtQuantile(99)), GeneratorLagP99us: float64(st.lag.ValueAtQuantile(99))}
+	if by, reason := judgeGenerator(r); by != limitedGenerator {
+		t.Errorf("judgeGenerator(lag p99 %v µs) = %q, %q; want %q", r.GeneratorLagP99us, by, reason, limitedGenerator)
 	}
 }
 
