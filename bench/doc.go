@@ -190,29 +190,28 @@
 // queued end the step at once.
 //
 // The generator runs in the bench process, beside the systems' clients,
-// and on a machine of a few cores it may not keep its schedule: the
-// dispatcher's lateness releasing arrivals is measured on every step (the
-// column gen lag p99), and at the first step, and at every step where a
-// system's p99 reaches 1 ms or the step is limited, the generator also
-// runs alone at that rate, against a system that answers at once and
-// asks no one: the row "generator", its own floor. A system stops
-// stepping at the first step that is limited, which the column limited
-// by says, with why:
+// and on a machine of a few cores, or one shared with other work, it may
+// not keep its schedule: the dispatcher's lateness releasing arrivals is
+// measured on every step (the column gen lag p99), and at the first step
+// and at every step where a system's p99 reaches 1 ms, the lag passes
+// 250 µs or a system is limited, the generator also runs alone at that
+// rate, against a system that answers at once and asks no one: the row
+// "generator", its own floor. A system stops stepping at its first step
+// that is limited, which the column limited by says, with why:
 //
-//   - system: its calls returned at less than 90% of the arrivals' rate,
-//     arrivals were abandoned, or they filled the queue, while the
-//     generator alone kept up (or was not run); or its p99 passed 10 ms
-//     (past it a step measures the queue) while the generator's alone did
-//     not;
-//   - generator: otherwise, when alone the generator could not offer this
-//     load: its lag or its calls' p99 was above 250 µs, or it did not
-//     keep up by the first rule. The step's figures are then the
-//     generator's, not the system's;
-//   - system: otherwise, when the dispatcher fell behind by more than
-//     250 µs at p99 while alone it keeps up at this rate: the processors
-//     it waited for were busy with the system's work, client or Redis,
-//     and the wait is counted, as a server counts the time a request
-//     waits for a processor.
+//   - generator: alone, the generator could not offer this load: its
+//     calls returned at less than 90% of the arrivals' rate, arrivals were
+//     abandoned or filled the queue, or their p99 passed 10 ms. The
+//     step's figures are the generator's, not the system's;
+//   - system: otherwise, when the system's calls did one of these (past
+//     10 ms at p99 a step measures the queue).
+//
+// A step that is not limited may still have had the generator behind:
+// its lag p99 in the step, or its lag or p99 alone, above 250 µs. That
+// lateness is counted in the latencies, as a server counts the time a
+// request waits for a processor, so a p99 below 1 ms is the system's all
+// the more, and one above may be the generator's; the column limited by
+// then says "- (the generator fell behind: ...)".
 //
 // The hot and overlimit workloads run only when -workload asks for them:
 // hybridlimit answers them in process at millions of decisions/s, more
@@ -226,12 +225,13 @@
 // generator's, the generator row's is the generator's alone), sources and
 // limited by. After it, one line per workload gives the highest offered
 // load at which each system kept up with p99 below 1 ms, every step below
-// it too: "highest load with p99 < 1 ms, zipf: hybridlimit 20000/s,
-// redis_rate 10000/s", with "≥" where the steps ran out or the generator
-// stopped them first (with -json they are left out: limited_by and p99_us
-// give them). The chart latency-throughput.svg, in -out, has a
-// panel per workload: p99 against offered load, both on log scales, a
-// line per system, the generator alone dashed, and the 1 ms target.
+// it too, and what happened at the next step: "highest load with p99 < 1
+// ms, zipf: hybridlimit 20000/s (at 30000/s p99 1.62ms), redis_rate ...";
+// "≥" where the steps ran out, or the generator limited the next step or
+// was behind at it (with -json the lines are left out: the rows give
+// them). The chart latency-throughput.svg, in -out, has a panel per
+// workload: p99 against offered load, both on log scales, a line per
+// system, the generator alone dashed, and the 1 ms target.
 //
 // # Fault timeline: -fault kill|pause|restart|slow|flap|failover
 //
@@ -580,7 +580,9 @@
 //	                                            latency); a system's sweep ends at the
 //	                                            first step that has one
 //	reason                      string          why, "calls returned at 71% of the arrival
-//	                                            rate"; "" when limited_by is
+//	                                            rate"; when limited_by is "", that the
+//	                                            generator fell behind ("the generator
+//	                                            fell behind: lag p99 412µs"), or ""
 //
 // # Exit status
 //

@@ -39,10 +39,12 @@ const (
 	// minAchieved ends a system's sweep: a step whose calls returned at
 	// less than this share of the arrivals' rate did not keep up.
 	minAchieved = 0.9
-	// generatorBound is the most the generator may add at p99 before its
-	// figures stop being the system's alone: the p99 of its lag releasing
-	// arrivals, in a system's step or alone, and of the calls to noSystem
-	// when it runs alone (see judge). A quarter of latencyTarget.
+	// generatorBound is the most the generator may add at p99 and still
+	// keep up with its schedule: the p99 of its lag releasing arrivals,
+	// in a system's step or alone, and of its calls to noSystem alone.
+	// Past it a step's figures hold that much of the generator's
+	// lateness, and a p99 at or above latencyTarget may be the
+	// generator's (see judge). A quarter of latencyTarget.
 	generatorBound = 250 * time.Microsecond
 )
 
@@ -93,6 +95,7 @@ type loadRow struct {
 	Reason                string           `json:"reason"`
 
 	overflow bool // the queue of arrivals filled up
+	behind   bool // the generator fell behind its schedule (see judge)
 }
 
 // loadStepsUpTo returns the steps up to upTo decisions/s.
@@ -193,19 +196,19 @@ func sweepLoad(ctx context.Context, e *env, w workload, steps []int64, rep *load
 		var alone *loadRow
 		needs := i == 0 // the generator's floor, beside the light load
 		for _, r := range rows {
-			by, _ := judge(r, nil)
-			needs = needs || by != limitedNone || r.P99us >= us(latencyTarget)
+			r.judge(nil)
+			needs = needs || r.LimitedBy != limitedNone || r.behind || r.P99us >= us(latencyTarget)
 		}
 		if needs {
 			a, err := e.loadStep(ctx, w, sysGenerator, noSystem{}, rate)
 			if err != nil {
 				return err
 			}
-			a.LimitedBy, a.Reason = judgeGenerator(a)
+			a.judgeGenerator()
 			alone = &a
 		}
 		for j := range rows {
-			rows[j].LimitedBy, rows[j].Reason = judge(rows[j], alone)
+			rows[j].judge(alone)
 			if rows[j].LimitedBy != limitedNone {
 				stepping[j].done = true
 			}
@@ -303,69 +306,61 @@ func backlog(r loadRow) string {
 	return ""
 }
 
-// judge says what limited a system's step, and why. alone is the
-// generator's step at the same rate against noSystem, nil if not run.
-//   - The system, when its calls did not keep up with the arrivals while
-//     alone the generator did, or its p99 passed saturationP99 while the
-//     generator's alone did not: the generator's own shortfall does not
-//     explain it.
-//   - The generator, otherwise, when alone it could not offer the rate:
-//     the step's figures are the generator's.
-//   - The system, when the generator fell behind its schedule by more
-//     than generatorBound at p99 while alone it keeps it: the processors
-//     it waited for were busy with the system, client or Redis, and the
-//     wait is counted, as a server counts the time a request waits for a
-//     processor. The reason says so.
-//   - limitedNone otherwise.
-func judge(r loadRow, alone *loadRow) (by, reason string) {
-	if why := backlog(r); why != "" && (alone == nil || backlog(*alone) == "") {
+// judge sets what limited a system's step, if anything, and why, and
+// whether the generator was behind. alone is the generator's step at the
+// same rate against noSystem, nil if not run.
+//   - The generator limited the step when alone it could not offer the
+//     rate (see judgeGenerator): the figures are the generator's.
+//   - The system did when its calls did not keep up with the arrivals
+//     (see backlog), or its p99 passed saturationP99.
+//   - Otherwise nothing did; but the generator was behind when its lag
+//     in the step, or its lag or p99 alone, was above generatorBound at
+//     p99. Its lateness is counted in the latencies, as a server counts
+//     the time a request waits for a processor (at this rate, alone, the
+//     generator keeps up), so a p99 below latencyTarget is the system's
+//     all the more, and one above may be the generator's. The reason
+//     says so.
+func (r *loadRow) judge(alone *loadRow) {
+	r.LimitedBy, r.Reason = limitedNone, ""
+	r.behind = r.GeneratorLagP99us > us(generatorBound) || alone != nil && alone.behind
+	switch why := backlog(*r); {
+	case alone != nil && alone.LimitedBy != limitedNone:
+		r.LimitedBy, r.Reason = limitedGenerator, "the generator alone cannot offer this load: "+alone.Reason
+	case why != "":
+		r.LimitedBy, r.Reason = limitedSystem, why
+	case r.P99us > us(saturationP99):
+		r.LimitedBy, r.Reason = limitedSystem, fmt.Sprintf("p99 above %v", saturationP99)
+	case r.behind:
+		r.Reason = fmt.Sprintf("the generator fell behind: lag p99 %s", latency(r.GeneratorLagP99us))
 		if alone != nil {
-			why += " (the generator alone kept up)"
+			r.Reason += fmt.Sprintf(", alone lag p99 %s, p99 %s", latency(alone.GeneratorLagP99us), latency(alone.P99us))
 		}
-		return limitedSystem, why
 	}
-	if r.P99us > us(saturationP99) && (alone == nil || alone.P99us <= us(saturationP99)) {
-		reason = fmt.Sprintf("p99 above %v", saturationP99)
-		if alone != nil {
-			reason += fmt.Sprintf(" (the generator alone: %s)", latency(alone.P99us))
-		}
-		return limitedSystem, reason
-	}
-	if alone != nil && alone.LimitedBy != limitedNone {
-		return limitedGenerator, "the generator alone cannot offer this load: " + alone.Reason
-	}
-	if r.GeneratorLagP99us > us(generatorBound) {
-		reason = fmt.Sprintf("the generator fell behind its schedule, lag p99 %s", latency(r.GeneratorLagP99us))
-		if alone != nil {
-			reason += fmt.Sprintf(", alone %s: the processors were busy with the system", latency(alone.GeneratorLagP99us))
-		}
-		return limitedSystem, reason
-	}
-	return limitedNone, ""
 }
 
-// judgeGenerator says whether the generator alone, against noSystem,
-// offered its step's load: on schedule, every call returned, and with a
-// p99 within generatorBound.
-func judgeGenerator(r loadRow) (by, reason string) {
-	why := backlog(r)
-	switch {
-	case r.GeneratorLagP99us > us(generatorBound):
-		why = fmt.Sprintf("lag p99 %s", latency(r.GeneratorLagP99us))
-	case why == "" && r.P99us > us(generatorBound):
-		why = fmt.Sprintf("p99 %s", latency(r.P99us))
+// judgeGenerator sets whether the generator alone, against noSystem,
+// offered its step's load: it is limited when its calls did not keep up
+// with the arrivals (see backlog) or their p99 passed saturationP99, and
+// behind when its lag or its p99 passed generatorBound.
+func (r *loadRow) judgeGenerator() {
+	r.LimitedBy, r.Reason = limitedNone, ""
+	r.behind = r.GeneratorLagP99us > us(generatorBound) || r.P99us > us(generatorBound)
+	switch why := backlog(*r); {
+	case why != "":
+		r.LimitedBy, r.Reason = limitedGenerator, why
+	case r.P99us > us(saturationP99):
+		r.LimitedBy, r.Reason = limitedGenerator, fmt.Sprintf("p99 above %v", saturationP99)
+	case r.behind:
+		r.Reason = fmt.Sprintf("behind: lag p99 %s, p99 %s", latency(r.GeneratorLagP99us), latency(r.P99us))
 	}
-	if why == "" {
-		return limitedNone, ""
-	}
-	return limitedGenerator, why
 }
 
 // highestUnderTarget returns, from one system's steps in offered order,
 // the highest offered load up to which every step kept up with p99 below
 // latencyTarget (0: not even the first), and the step that ended the run
-// of them: nil when the steps ran out first, so that best is only a lower
-// bound, as it is when stop was limited by the generator.
+// of them: nil when the steps ran out first. best is then only a lower
+// bound, as it is when stop was limited by the generator, or failed the
+// target, not limited, while the generator was behind.
 func highestUnderTarget(rows []loadRow) (best float64, stop *loadRow) {
 	for i, r := range rows {
 		if r.LimitedBy != limitedNone || r.P99us >= us(latencyTarget) {

@@ -25,8 +25,8 @@ func checkSteps(t *testing.T, rows []loadRow, workload string) {
 			r.Scheduled != r.Decisions+r.Abandoned || r.P50us > r.P99us || r.P99us > r.P999us || r.P999us > r.MaxUs {
 			t.Errorf("row %+v: want type load on miniredis, 4 workers, scheduled = decisions + abandoned > 0, p50 <= p99 <= p99.9 <= max", r)
 		}
-		if (r.LimitedBy == limitedNone) != (r.Reason == "") || !slices.Contains([]string{limitedNone, limitedSystem, limitedGenerator}, r.LimitedBy) {
-			t.Errorf("row %s/%s at %v/s: limited_by %q, reason %q; want none and no reason, or system or generator and a reason",
+		if r.LimitedBy != limitedNone && r.Reason == "" || !slices.Contains([]string{limitedNone, limitedSystem, limitedGenerator}, r.LimitedBy) {
+			t.Errorf("row %s/%s at %v/s: limited_by %q, reason %q; want none, or system or generator and a reason",
 				r.Workload, r.System, r.OfferedPerSec, r.LimitedBy, r.Reason)
 		}
 	}
@@ -143,75 +143,85 @@ func TestLoadFlags(t *testing.T) {
 
 func TestJudge(t *testing.T) {
 	clean := loadRow{OfferedPerSec: 5000, Scheduled: 10_000, Decisions: 10_000, AchievedPct: 99.8, P99us: 600, GeneratorLagP99us: 40}
-	ok := clean
 	with := func(f func(r *loadRow)) loadRow { r := clean; f(&r); return r }
-	lagging := with(func(r *loadRow) {
-		r.GeneratorLagP99us, r.P99us, r.LimitedBy, r.Reason = 2000, 2500, limitedGenerator, "lag p99 2.00ms"
-	})
-	behind := with(func(r *loadRow) {
-		r.AchievedPct, r.P99us, r.LimitedBy, r.Reason = 70, 30_000, limitedGenerator, "calls returned at 70%"
-	})
+	// Rows of the generator alone, judged.
+	alone := func(f func(r *loadRow)) *loadRow { r := with(f); r.judgeGenerator(); return &r }
+	ok := alone(func(r *loadRow) { r.P99us = 80 })
+	lagging := alone(func(r *loadRow) { r.GeneratorLagP99us, r.P99us = 2000, 2500 })
+	falling := alone(func(r *loadRow) { r.AchievedPct, r.P99us = 70, 30_000 })
 	tests := []struct {
-		name  string
-		row   loadRow
-		alone *loadRow
-		want  string
+		name   string
+		row    loadRow
+		alone  *loadRow
+		want   string
+		behind bool
 	}{
-		{"kept up", clean, nil, limitedNone},
-		{"kept up, p99 above the target", with(func(r *loadRow) { r.P99us = 4000 }), &ok, limitedNone},
-		{"generator alone cannot", clean, &lagging, limitedGenerator},
-		{"behind, the generator alone too", with(func(r *loadRow) { r.AchievedPct = 60 }), &behind, limitedGenerator},
-		{"behind, the generator alone only lagging", with(func(r *loadRow) { r.AchievedPct = 60 }), &lagging, limitedSystem},
-		{"p99 above the bound, the generator's alone too", with(func(r *loadRow) { r.P99us = 40_000 }), &behind, limitedGenerator},
-		{"p99 above the bound, the generator's alone not", with(func(r *loadRow) { r.P99us = 40_000 }), &lagging, limitedSystem},
-		{"lag, the generator alone keeps up", with(func(r *loadRow) { r.GeneratorLagP99us = 900 }), &ok, limitedSystem},
-		{"lag, not judged alone yet", with(func(r *loadRow) { r.GeneratorLagP99us = 900 }), nil, limitedSystem},
-		{"queue full", with(func(r *loadRow) { r.overflow = true }), &ok, limitedSystem},
-		{"abandoned", with(func(r *loadRow) { r.Abandoned = 3 }), &ok, limitedSystem},
-		{"achieved 80%", with(func(r *loadRow) { r.AchievedPct = 80 }), &ok, limitedSystem},
-		{"p99 above the bound", with(func(r *loadRow) { r.P99us = us(saturationP99) + 1 }), &ok, limitedSystem},
+		{"kept up", clean, nil, limitedNone, false},
+		{"kept up, p99 above the target", with(func(r *loadRow) { r.P99us = 4000 }), ok, limitedNone, false},
+		{"the generator alone lags", clean, lagging, limitedNone, true},
+		{"the generator alone cannot", clean, falling, limitedGenerator, true},
+		{"behind, the generator alone too", with(func(r *loadRow) { r.AchievedPct = 60 }), falling, limitedGenerator, true},
+		{"behind, the generator alone lags", with(func(r *loadRow) { r.AchievedPct = 60 }), lagging, limitedSystem, true},
+		{"lag in the step", with(func(r *loadRow) { r.GeneratorLagP99us = 900 }), ok, limitedNone, true},
+		{"lag in the step, not judged alone yet", with(func(r *loadRow) { r.GeneratorLagP99us = 900 }), nil, limitedNone, true},
+		{"queue full", with(func(r *loadRow) { r.overflow = true }), ok, limitedSystem, false},
+		{"abandoned", with(func(r *loadRow) { r.Abandoned = 3 }), ok, limitedSystem, false},
+		{"achieved 80%", with(func(r *loadRow) { r.AchievedPct = 80 }), ok, limitedSystem, false},
+		{"p99 above the bound", with(func(r *loadRow) { r.P99us = us(saturationP99) + 1 }), lagging, limitedSystem, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			by, reason := judge(tt.row, tt.alone)
-			if by != tt.want || (by == limitedNone) != (reason == "") {
-				t.Errorf("judge(%+v) = %q, %q; want %q, a reason unless none", tt.row, by, reason, tt.want)
+			r := tt.row
+			r.judge(tt.alone)
+			if r.LimitedBy != tt.want || r.behind != tt.behind || (r.LimitedBy == limitedNone && !r.behind) != (r.Reason == "") {
+				t.Errorf("judge(%+v) = %q, %q, behind %v; want %q, behind %v, a reason if limited or behind",
+					tt.row, r.LimitedBy, r.Reason, r.behind, tt.want, tt.behind)
 			}
 		})
 	}
 
 	gen := []struct {
-		name string
-		row  loadRow
-		want string
+		name   string
+		row    *loadRow
+		want   string
+		behind bool
 	}{
-		{"on schedule", with(func(r *loadRow) { r.P99us = 80 }), limitedNone},
-		{"p99 above its bound", with(func(r *loadRow) { r.P99us = us(generatorBound) + 1 }), limitedGenerator},
-		{"lag", with(func(r *loadRow) { r.P99us, r.GeneratorLagP99us = 80, us(generatorBound)+1 }), limitedGenerator},
-		{"behind", with(func(r *loadRow) { r.P99us, r.AchievedPct = 80, 70 }), limitedGenerator},
+		{"on schedule", ok, limitedNone, false},
+		{"p99 above its bound", alone(func(r *loadRow) { r.P99us = us(generatorBound) + 1 }), limitedNone, true},
+		{"lag", lagging, limitedNone, true},
+		{"p99 above the saturation bound", alone(func(r *loadRow) { r.P99us = us(saturationP99) + 1 }), limitedGenerator, true},
+		{"not keeping up", falling, limitedGenerator, true},
 	}
 	for _, tt := range gen {
-		if by, _ := judgeGenerator(tt.row); by != tt.want {
-			t.Errorf("judgeGenerator(%s) = %q, want %q", tt.name, by, tt.want)
+		if tt.row.LimitedBy != tt.want || tt.row.behind != tt.behind {
+			t.Errorf("judgeGenerator(%s) = %q, behind %v; want %q, behind %v", tt.name, tt.row.LimitedBy, tt.row.behind, tt.want, tt.behind)
 		}
 	}
 }
 
 func TestHighestUnderTarget(t *testing.T) {
 	step := func(offered, p99 float64, by string) loadRow {
-		return loadRow{OfferedPerSec: offered, P99us: p99, LimitedBy: by, Reason: "why"}
+		r := loadRow{OfferedPerSec: offered, P99us: p99, LimitedBy: by}
+		if by != limitedNone {
+			r.Reason = "why"
+		}
+		return r
 	}
+	behind := func(r loadRow) loadRow { r.behind, r.Reason = true, "behind"; return r }
 	tests := []struct {
 		name string
 		rows []loadRow
 		want string
 	}{
-		{"crosses the target", []loadRow{step(5000, 500, ""), step(10000, 800, ""), step(20000, 1800, ""), step(30000, 900, "system")}, "10000/s"},
-		{"saturates under the target", []loadRow{step(5000, 500, ""), step(10000, 700, "system")}, "5000/s"},
+		{"crosses the target", []loadRow{step(5000, 500, ""), step(10000, 800, ""), step(20000, 1800, ""), step(30000, 900, "system")},
+			"10000/s (at 20000/s p99 1.80ms)"},
+		{"saturates under the target", []loadRow{step(5000, 500, ""), step(10000, 700, "system")}, "5000/s (at 10000/s system: why)"},
 		{"steps ran out", []loadRow{step(5000, 500, ""), step(10000, 700, "")}, "≥ 10000/s (the highest step run)"},
-		{"the generator's limit", []loadRow{step(5000, 20, ""), step(10000, 30, "generator")}, "≥ 5000/s (at 10000/s the generator's limit)"},
-		{"none", []loadRow{step(5000, 1500, ""), step(10000, 2500, "")}, "below 5000/s (p99 1.50ms there)"},
-		{"not measured", []loadRow{step(5000, 4000, "generator")}, "not measured (at 5000/s why)"},
+		{"the generator's limit", []loadRow{step(5000, 20, ""), step(10000, 30, "generator")}, "≥ 5000/s (at 10000/s generator: why)"},
+		{"the generator behind", []loadRow{behind(step(5000, 600, "")), behind(step(10000, 1300, ""))}, "≥ 5000/s (at 10000/s p99 1.30ms, behind)"},
+		{"none", []loadRow{step(5000, 1500, ""), step(10000, 2500, "")}, "none (at 5000/s p99 1.50ms)"},
+		{"not measured", []loadRow{step(5000, 4000, "generator")}, "not measured (at 5000/s generator: why)"},
+		{"not measured, behind", []loadRow{behind(step(5000, 4000, ""))}, "not measured (at 5000/s p99 4.00ms, behind)"},
 	}
 	for _, tt := range tests {
 		if got := describeHighest(tt.rows); got != tt.want {

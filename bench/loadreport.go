@@ -71,8 +71,11 @@ func (r *loadReport) flush() error {
 	fmt.Fprintln(tw, "workload\tsystem\toffered/s\tachieved/s\tp50\tp99\tp99.9\tmax\tgen lag p99\tredis calls/decision\tcpu/decision client+redis\tsources\tlimited by")
 	for _, row := range rows {
 		limited := "-"
-		if row.LimitedBy != limitedNone {
+		switch {
+		case row.LimitedBy != limitedNone:
 			limited = row.LimitedBy + ": " + row.Reason
+		case row.Reason != "":
+			limited = "- (" + row.Reason + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t%s\t%s\n",
 			row.Workload, row.System, row.OfferedPerSec, row.DecisionsPerSec,
@@ -123,21 +126,32 @@ func workloadsOf(rows []loadRow) []string {
 }
 
 // describeHighest says what highestUnderTarget found in one system's
-// rows: "20000/s", "≥ 300000/s (then the generator's limit)", or why
-// there is no figure.
+// rows: "20000/s"; "≥ 300000/s (...)" where that is a lower bound; or
+// why there is no figure.
 func describeHighest(rows []loadRow) string {
 	best, stop := highestUnderTarget(rows)
-	switch {
-	case best == 0 && stop != nil && stop.LimitedBy == limitedGenerator:
-		return fmt.Sprintf("not measured (at %.0f/s %s)", stop.OfferedPerSec, stop.Reason)
-	case best == 0 && stop != nil:
-		return fmt.Sprintf("below %.0f/s (p99 %s there)", stop.OfferedPerSec, latency(stop.P99us))
-	case stop == nil:
+	if stop == nil {
 		return fmt.Sprintf("≥ %.0f/s (the highest step run)", best)
-	case stop.LimitedBy == limitedGenerator:
-		return fmt.Sprintf("≥ %.0f/s (at %.0f/s the generator's limit)", best, stop.OfferedPerSec)
 	}
-	return fmt.Sprintf("%.0f/s", best)
+	at := fmt.Sprintf("at %.0f/s", stop.OfferedPerSec)
+	switch {
+	case stop.LimitedBy == limitedNone && stop.behind:
+		at += fmt.Sprintf(" p99 %s, %s", latency(stop.P99us), stop.Reason)
+	case stop.LimitedBy == limitedNone:
+		at += fmt.Sprintf(" p99 %s", latency(stop.P99us))
+	default:
+		at += " " + stop.LimitedBy + ": " + stop.Reason
+	}
+	lower := stop.LimitedBy == limitedGenerator || stop.LimitedBy == limitedNone && stop.behind
+	switch {
+	case best == 0 && lower:
+		return "not measured (" + at + ")"
+	case best == 0:
+		return "none (" + at + ")"
+	case lower:
+		return fmt.Sprintf("≥ %.0f/s (%s)", best, at)
+	}
+	return fmt.Sprintf("%.0f/s (%s)", best, at)
 }
 
 // loadPlots draws, per workload, p99 against offered load on log scales:

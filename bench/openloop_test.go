@@ -154,7 +154,7 @@ func TestOfferOverflow(t *testing.T) {
 
 // TestDispatcherLag: a dispatcher that wakes late is seen to fall behind
 // its schedule: its lag is recorded, counted in every latency, and
-// judged the generator's.
+// judged: the generator is behind.
 func TestDispatcherLag(t *testing.T) {
 	const late = 2 * time.Millisecond
 	oversleep := func(d time.Duration) { time.Sleep(d + late) }
@@ -167,8 +167,8 @@ func TestDispatcherLag(t *testing.T) {
 	}
 	r := loadRow{Scheduled: st.scheduled, Decisions: st.decisions, AchievedPct: 100 * st.achieved(),
 		P99us: float64(st.latency.ValueAtQuantile(99)), GeneratorLagP99us: float64(st.lag.ValueAtQuantile(99))}
-	if by, reason := judgeGenerator(r); by != limitedGenerator {
-		t.Errorf("judgeGenerator(lag p99 %v µs) = %q, %q; want %q", r.GeneratorLagP99us, by, reason, limitedGenerator)
+	if r.judgeGenerator(); !r.behind || r.LimitedBy != limitedNone || r.Reason == "" {
+		t.Errorf("judgeGenerator(lag p99 %v µs) = %q, %q, behind %v; want not limited, behind, a reason", r.GeneratorLagP99us, r.LimitedBy, r.Reason, r.behind)
 	}
 }
 
