@@ -9,14 +9,22 @@ import (
 // prSetTimerSlack is prctl's PR_SET_TIMERSLACK.
 const prSetTimerSlack = 29
 
-// dispatchThread gives the calling goroutine a thread of its own for the
-// rest of its life, with a timer slack of 1 ns instead of Linux's 50 µs
-// (prctl PR_SET_TIMERSLACK): the thread's sleeps then end when asked. The
-// goroutine never unlocks the thread, so the thread exits with it and the
-// setting with the thread.
-func dispatchThread() {
+// dispatchThread gives the calling goroutine its thread until release is
+// called, with a timer slack of 1 ns instead of Linux's 50 µs (prctl
+// PR_SET_TIMERSLACK): the thread's sleeps then end when asked. release
+// sets the slack back to the thread's default and unlocks the thread,
+// which must outlive the goroutine: a locked thread exits with its
+// goroutine, and a child process started from that thread with a parent
+// death signal dies with it, as the redis-server nodes that
+// internal/redistest starts (Pdeathsig SIGKILL) did.
+func dispatchThread() (release func()) {
 	runtime.LockOSThread()
-	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, 1, 0) // best effort: a failure leaves the default slack
+	// Best effort: a failure leaves the default slack.
+	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, 1, 0)
+	return func() {
+		_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, 0, 0) // 0: the thread's default
+		runtime.UnlockOSThread()
+	}
 }
 
 // dispatchSleep sleeps d with nanosleep. time.Sleep would not do: when

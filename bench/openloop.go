@@ -174,7 +174,7 @@ func offer(ctx context.Context, sys system, w workload, c stepConfig) *stepStats
 		defer close(done)
 		sleep := c.sleep
 		if sleep == nil {
-			dispatchThread() // the goroutine's thread is discarded when it ends
+			defer dispatchThread()()
 			sleep = dispatchSleep
 		}
 		st.window = dispatch(ctx, c, start, queue, st, sleep)
