@@ -201,10 +201,11 @@
 //
 //   - generator: alone, the generator could not offer this load: its
 //     calls returned at less than 90% of the arrivals' rate, arrivals were
-//     abandoned or filled the queue, or their p99 passed 10 ms. The
+//     abandoned or filled the queue, or their p99 passed 50 ms. The
 //     step's figures are the generator's, not the system's;
-//   - system: otherwise, when the system's calls did one of these (past
-//     10 ms at p99 a step measures the queue).
+//   - system: otherwise, when the system's calls did one of these (50 ms
+//     is hybrid.DefaultTimeout: past it hybridlimit answers from its
+//     failure mode, not from Redis, and a step measures the queue).
 //
 // A step that is not limited may still have had the generator behind:
 // its lag p99 in the step, or its lag or p99 alone, above 250 µs. That
