@@ -3,6 +3,7 @@ module github.com/hybridlimit/hybridlimit
 go 1.26.0
 
 require (
+	github.com/HdrHistogram/hdrhistogram-go v1.1.2
 	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/buraksezer/consistent v0.10.0

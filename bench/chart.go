@@ -17,14 +17,12 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// Chart sizes: two panels one above the other.
+// Chart sizes: panels one above the other, the height of two at least.
 const (
 	chartWidth  = 22 * vg.Centimeter
-	chartHeight = 24 * vg.Centimeter
+	panelHeight = 12 * vg.Centimeter
 )
 
-// writeSVG draws the plots one above the other, aligned, into one SVG
-// file at path.
 // writeChart writes plots to path as SVG and says so: on stderr when stdout
 // carries JSON lines, else after the table on stdout.
 func (e *env) writeChart(path string, stdout io.Writer, asJSON bool, plots ...*plot.Plot) error {
@@ -39,6 +37,8 @@ func (e *env) writeChart(path string, stdout io.Writer, asJSON bool, plots ...*p
 	return nil
 }
 
+// writeSVG draws the plots one above the other, aligned, into one SVG
+// file at path.
 func writeSVG(path string, plots ...*plot.Plot) (err error) {
 	defer func() {
 		// gonum panics on data it cannot draw (a log axis with a value
@@ -47,7 +47,10 @@ func writeSVG(path string, plots ...*plot.Plot) (err error) {
 			err = fmt.Errorf("bench: drawing %s: %v", path, r)
 		}
 	}()
-	c := vgsvg.New(chartWidth, chartHeight)
+	if len(plots) == 0 {
+		return fmt.Errorf("bench: drawing %s: nothing to draw", path)
+	}
+	c := vgsvg.New(chartWidth, panelHeight*vg.Length(max(2, len(plots))))
 	dc := draw.New(c)
 	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadTop: vg.Millimeter * 3, PadBottom: vg.Millimeter * 3,
 		PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 5, PadY: vg.Centimeter}
@@ -173,7 +176,8 @@ func (stepTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-// siLabel formats a power of ten: 1, 10, 100, 1k, 10k, 100k, 1M, ...
+// siLabel formats a number with an SI suffix: 1, 10, 100, 1k, 7.5k,
+// 10k, 1.5M, ...
 func siLabel(v float64) string {
 	for _, u := range []struct {
 		f float64

@@ -1,10 +1,11 @@
 // Command bench shows what hybridlimit does better than the per-request
 // Redis design, go-redis/redis_rate, on the same Redis nodes in the same
-// run, helps choose a lease size, and shows what happens while a node is
-// killed, paused, restarted, slow or flapping, or a Redis Cluster fails
-// over:
+// run, measures both open loop at rising offered loads, helps choose a
+// lease size, and shows what happens while a node is killed, paused,
+// restarted, slow or flapping, or a Redis Cluster fails over:
 //
 //	go run ./bench                      # the comparison table, about 30 s
+//	go run ./bench -sweep load          # open-loop latency: table and latency-throughput.svg
 //	go run ./bench -sweep lease         # lease tuning: table and lease-sweep.svg
 //	go run ./bench -fault kill          # fault timeline: table and fault-timeline.svg
 //	go run ./bench -fault slow          # the same while one node's replies take 25ms
@@ -152,7 +153,89 @@
 // has two panels against lease size: decisions/s (log scale), hybridlimit
 // solid, redis_rate dashed; and admitted/ideal (%), hybridlimit solid,
 // "bound" dashed (100% + bound: where admitted/ideal could at most be).
-// -lease-fraction cannot be given with -sweep.
+// -lease-fraction cannot be given with -sweep lease.
+//
+// # Open-loop latency: -sweep load
+//
+// The comparison's p50 and p99 are closed loop: each goroutine sends its
+// next request when its last one returns, so a slow call holds back the
+// calls that would have come meanwhile instead of being felt by them, and
+// at saturation the figures show the queue of -concurrency callers.
+// -sweep load offers fixed loads instead, open loop: the arrivals of a
+// Poisson process at a rate (decisions/s), each due at a time drawn from
+// a seeded source before the step, whatever the calls before it did. A
+// dispatcher on a thread of its own releases each arrival when it is due
+// into a queue that -concurrency workers (default 512 here) take arrivals
+// from; a call's latency runs from its arrival's due time to its return,
+// so an arrival that waits because every worker is busy counts its wait
+// (no coordinated omission). Latencies are counted in an HDR histogram
+// (github.com/HdrHistogram/hdrhistogram-go, microseconds, 3 significant
+// digits) and read for p50, p99, p99.9 and max.
+//
+// The offered load steps through 5000, 10000, 20000, 30000, 50000, 75000,
+// 100000, 150000, 200000, 300000, 500000, 750000, 1000000, 1500000,
+// 2000000, 3000000 and 5000000 decisions/s (those up to -max-load), with
+// arrivals due for -duration per step (default 2s here). For each
+// workload, zipf and uniform unless -workload says otherwise, both
+// systems are built once as in the comparison (on emptied nodes,
+// -instances Limiters, the same clients) and warmed up at the first
+// step's rate for 500ms, unreported; then at each step hybridlimit and
+// redis_rate run in turn, on the same schedule of arrivals, so that a
+// change in the machine's load between steps touches both. Their state
+// (buckets, leases, the denial cache) carries over from step to step, as
+// in a service whose load rises. After a step's window, arrivals still
+// queued may start for 1s; the rest are abandoned, and counted in the
+// latencies with the time they had waited, so that the percentiles of a
+// step that fell behind are lower bounds. More than 65,536 arrivals
+// queued end the step at once.
+//
+// The generator runs in the bench process, beside the systems' clients,
+// and on a machine of a few cores, or one shared with other work, it may
+// not keep its schedule: the dispatcher's lateness releasing arrivals is
+// measured on every step (the column gen lag p99), and at the first step
+// and at every step where a system's p99 reaches 1 ms, the lag passes
+// 500 µs or a system is limited, the generator also runs alone at that
+// rate, against a system that answers at once and asks no one: the row
+// "generator", its own floor. A system stops stepping at its first step
+// that is limited, which the column limited by says, with why:
+//
+//   - generator: alone, the generator could not offer this load: its
+//     calls returned at less than 90% of the arrivals' rate, arrivals were
+//     abandoned or filled the queue, or their p99 passed 50 ms. The
+//     step's figures are the generator's, not the system's;
+//   - system: otherwise, when the system's calls did one of these (50 ms
+//     is hybrid.DefaultTimeout: past it hybridlimit answers from its
+//     failure mode, not from Redis, and a step measures the queue).
+//
+// A step that is not limited may still have had the generator behind:
+// its lag p99 in the step, or its lag or p99 alone, above 500 µs, half
+// the target (on a quiet 2-core machine the generator alone has a p99 of
+// 300-540 µs, most of it the hand-off of an arrival to a parked worker).
+// Its lateness is counted in the latencies, as a server counts the time
+// a request waits for a processor, so a p99 below 1 ms is the system's
+// all the more, and one above may owe as much to the generator as to the
+// system; the column limited by then says "- (the generator fell
+// behind: ...)".
+//
+// The hot and overlimit workloads run only when -workload asks for them:
+// hybridlimit answers them in process at millions of decisions/s, more
+// than a generator on a few cores offers, so their sweep ends where the
+// generator's limit is, and says so.
+//
+// The table has, per workload, system and step: offered/s and achieved/s
+// (the calls that returned, over the time from the step's start to the
+// last return), p50, p99, p99.9 and max, gen lag p99, redis
+// calls/decision, cpu/decision client+redis (the client's includes the
+// generator's, the generator row's is the generator's alone), sources and
+// limited by. After it, one line per workload gives the highest offered
+// load at which each system kept up with p99 below 1 ms, every step below
+// it too, and what happened at the next step: "highest load with p99 < 1
+// ms, zipf: hybridlimit 20000/s (at 30000/s p99 1.62ms), redis_rate ...";
+// "≥" where the steps ran out, or the generator limited the next step or
+// was behind at it (with -json the lines are left out: the rows give
+// them). The chart latency-throughput.svg, in -out, has a panel per
+// workload: p99 against offered load, both on log scales, a line per
+// system, the generator alone dashed, and the 1 ms target.
 //
 // # Fault timeline: -fault kill|pause|restart|slow|flap|failover
 //
@@ -263,11 +346,14 @@
 //	-tls-cert FILE        with -nodes and -tls-key: the client certificate for the
 //	-tls-key FILE         rediss:// nodes and its private key (PEM)
 //	-instances N          hybrid.Limiter instances (default 4)
-//	-concurrency N        goroutines sending requests, in total (default 64)
+//	-concurrency N        goroutines sending requests, in total (default 64); with
+//	                      -sweep load the workers that make the calls (default 512)
 //	-duration D           per workload and system (default 3s); per point with -sweep
-//	                      (default 2s); the whole timeline with -fault (default 12s)
-//	-workload W           hot, overlimit, zipf, uniform or all (default all;
-//	                      with -sweep hot and zipf); not with -fault
+//	                      lease and per step with -sweep load (default 2s); the
+//	                      whole timeline with -fault (default 12s)
+//	-workload W           hot, overlimit, zipf, uniform or all (default all; with
+//	                      -sweep lease hot and zipf, with -sweep load zipf and
+//	                      uniform); not with -fault
 //	-keys N               key-space size of zipf and uniform, in [2, 10000000]
 //	                      (default 1000000 for zipf, 100000 for uniform)
 //	-zipf S               exponent of the Zipf distribution, > 1 (default 1.1)
@@ -279,11 +365,15 @@
 //	-lease-fraction F     hybrid Lease.MaxFraction in [0, 1]; 0 turns leases off
 //	                      (default 0.01); leaky-bucket limits are never leased
 //	-sweep lease          lease tuning (see above)
+//	-sweep load           open-loop latency at rising offered loads (see above)
+//	-max-load N           with -sweep load, the highest offered load to step to,
+//	                      in decisions/s, at least 5000 (default 5000000)
 //	-fault K              kill, pause, restart, slow or flap; failover with -cluster
 //	                      (see above)
 //	-interval D           with -fault, the width of a timeline row (default 1s,
 //	                      at least 10ms, at most 300 rows)
-//	-out DIR              where lease-sweep.svg and fault-timeline.svg go
+//	-out DIR              where lease-sweep.svg, latency-throughput.svg and
+//	                      fault-timeline.svg go
 //	                      (default the current directory; created if missing)
 //	-json                 JSON lines on stdout instead of tables (see Output)
 //	-q                    no progress bar
@@ -295,9 +385,11 @@
 //
 // By default the nodes line, a line with the settings, a line with the
 // limits and a blank line are followed by one aligned table (and, for
-// -sweep and -fault, "wrote <path>" after it). With -json, stdout holds
-// only JSON objects, one per line, and the nodes line and "wrote <path>"
-// go to stderr. Every object has a "type": "result", "second" or "fault".
+// -sweep and -fault, "wrote <path>" after it; for -sweep load, the
+// highest-load lines between them). With -json, stdout holds only JSON
+// objects, one per line, and the nodes line and "wrote <path>" go to
+// stderr. Every object has a "type": "result", "second", "fault" or
+// "load".
 //
 // The default table's "cpu/decision client+redis" column is the CPU time
 // per decision of the bench process and of the nodes (the JSON fields
@@ -438,6 +530,63 @@
 //	                                             return (to the end for kill)
 //	fault_victim_remote_p99_us  number           p99 latency of the victim's answers from
 //	                                             Redis in those rows, µs; 0: none
+//
+// With -sweep load, one "load" object per step and system, as each step
+// is judged (so the systems' rows of a step come in turn):
+//
+//	type                        string          "load"
+//	workload                    string          "hot", "overlimit", "zipf" or "uniform"
+//	system                      string          "hybridlimit", "redis_rate" or "generator"
+//	                                            (the generator alone, calls answered at
+//	                                            once by no one)
+//	nodes                       string          "redis-server 7.0.15", "miniredis", ...
+//	algorithm                   string          -algorithm's name; "gcra" for redis_rate;
+//	                                            "-" for the generator
+//	limit                       string          the per-key limit, "1000/s"; "-" for the
+//	                                            generator
+//	keys                        integer         key-space size
+//	instances                   integer         hybrid.Limiter instances; 1 for redis_rate,
+//	                                            0 for the generator
+//	concurrency                 integer         workers making the calls
+//	lease_fraction              number          Lease.MaxFraction; 0: leases off, and for
+//	                                            redis_rate and the generator
+//	offered_per_sec             number          the step's arrival rate, decisions/s
+//	scheduled                   integer         arrivals released in the step
+//	decisions                   integer         calls made and returned, failed ones included
+//	abandoned                   integer         arrivals still queued 1s after the window:
+//	                                            never called (scheduled = decisions +
+//	                                            abandoned)
+//	seconds                     number          from the step's start to the last return
+//	decisions_per_sec           number          decisions / seconds: the achieved rate
+//	achieved_pct                number          100 × decisions_per_sec / the rate of the
+//	                                            arrivals (scheduled / the window): about
+//	                                            100 when the system kept up
+//	p50_us, p99_us, p999_us     number          latency percentiles (50, 99, 99.9), µs, from
+//	                                            an arrival's due time to its call's return
+//	                                            (an abandoned one's: to when it was
+//	                                            abandoned)
+//	max_us                      number          the largest of those latencies, µs
+//	generator_lag_p99_us        number          p99 of how late the dispatcher released
+//	                                            arrivals after their due time, µs
+//	redis_calls_per_decision    number          round trips to Redis per decision; 0 for the
+//	                                            generator
+//	admitted                    integer         decisions that admitted the request
+//	sources                     object          decisions by source name; empty for the
+//	                                            generator
+//	errors                      integer         decisions that returned an error
+//	client_cpu_us_per_decision  number          CPU time of the bench process over the step,
+//	                                            µs per decision (the generator's included)
+//	redis_cpu_us_per_decision   number or null  CPU time of the nodes over the step, µs per
+//	                                            decision; null on miniredis and for the
+//	                                            generator
+//	limited_by                  string          "" when the step kept up, else what limited
+//	                                            it: "system" or "generator" (see Open-loop
+//	                                            latency); a system's sweep ends at the
+//	                                            first step that has one
+//	reason                      string          why, "calls returned at 71% of the arrival
+//	                                            rate"; when limited_by is "", that the
+//	                                            generator fell behind ("the generator
+//	                                            fell behind: lag p99 412µs"), or ""
 //
 // # Exit status
 //

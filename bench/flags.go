@@ -20,10 +20,12 @@ import (
 // errUsage marks a bad command line: main exits with status 2 for it.
 var errUsage = errors.New("bench: usage")
 
-// The modes of a run: the default comparison, -sweep lease, -fault.
+// The modes of a run: the default comparison, -sweep lease, -sweep load,
+// -fault.
 const (
 	modeCompare = "compare"
 	modeSweep   = "sweep"
+	modeLoad    = "load"
 	modeFault   = "fault"
 )
 
@@ -71,8 +73,8 @@ func algorithmName(a hybrid.Algorithm) string {
 
 // settings are the parsed flags.
 type settings struct {
-	mode          string        // modeCompare, modeSweep or modeFault
-	duration      time.Duration // per run (compare, sweep) or in all (fault)
+	mode          string        // modeCompare, modeSweep, modeLoad or modeFault
+	duration      time.Duration // per run (compare, sweep), per step (load) or in all (fault)
 	instances     int
 	concurrency   int
 	workloads     []string
@@ -81,6 +83,7 @@ type settings struct {
 	limit         hybrid.Limit // the per-key limit of -limit; zero Rate: per-workload defaults
 	algorithm     hybrid.Algorithm
 	leaseFraction float64          // hybrid Lease.MaxFraction; 0: leases off
+	maxLoad       int64            // -sweep load: the highest step, decisions/s
 	fault         string           // -fault: kill, pause, restart, slow or flap
 	interval      time.Duration    // -fault: the timeline's resolution
 	nodes         []*redis.Options // -nodes, with -tls-* applied; nil: embedded nodes
@@ -99,16 +102,17 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	var s settings
 	names := workloadNames()
 	fs.DurationVar(&s.duration, "duration", compareDuration,
-		"how long each run lasts: per workload and system; per point with -sweep, where the default is 2s; the whole timeline with -fault, where it is 12s")
+		"how long each run lasts: per workload and system; per point with -sweep lease and per step with -sweep load, where the default is 2s; the whole timeline with -fault, where it is 12s")
 	fs.IntVar(&s.instances, "instances", 4, "hybrid.Limiter instances over the same nodes, the load spread over them")
-	fs.IntVar(&s.concurrency, "concurrency", 64, "goroutines sending requests, in total")
-	workload := fs.String("workload", "all", "workload to run: "+strings.Join(names, ", ")+" or all (with -sweep the default is hot and zipf)")
+	fs.IntVar(&s.concurrency, "concurrency", 64, "goroutines sending requests, in total (with -sweep load, the workers that make the calls; default 512)")
+	workload := fs.String("workload", "all", "workload to run: "+strings.Join(names, ", ")+" or all (with -sweep lease the default is hot and zipf, with -sweep load zipf and uniform)")
 	fs.IntVar(&s.keys, "keys", 0, "key-space size of the zipf and uniform workloads (default 1000000 for zipf, 100000 for uniform)")
 	fs.Float64Var(&s.zipfS, "zipf", zipfS, "exponent s of the Zipf distribution, > 1")
 	limitFlag := fs.String("limit", "", "the per-key limit of every workload, as `rate/period`: 10000/s, 1000/m, 100/h, 50/250ms (default per workload: hot 1000000000/s, overlimit 10000/s, zipf 1000/s, uniform 1000000/m; with -sweep, hot 1000000/s)")
 	algFlag := fs.String("algorithm", "token-bucket", "algorithm of the limit: token-bucket, leaky-bucket, fixed-window, sliding-window-log or sliding-window-counter")
 	fs.Float64Var(&s.leaseFraction, "lease-fraction", 0.01, "hybrid Lease.MaxFraction: the largest lease as a fraction of the limit, in [0, 1]; 0 turns leases off")
-	sweep := fs.String("sweep", "", "`lease`: run hot and zipf for a range of -lease-fraction values and write lease-sweep.svg")
+	sweep := fs.String("sweep", "", "`lease|load` lease: run hot and zipf for a range of -lease-fraction values and write lease-sweep.svg; load: offer Poisson arrivals at rising rates, open loop, and write latency-throughput.svg")
+	fs.Int64Var(&s.maxLoad, "max-load", loadSteps[len(loadSteps)-1], "with -sweep load, the highest offered load to step to, in decisions/s")
 	fs.StringVar(&s.fault, "fault", "", "`kill|pause|restart|slow|flap|failover` one embedded node midway through a mixed run (slow: its replies delayed by half the Limiter's Timeout; flap: the path to it down and up every 100-300ms; failover, with -cluster only: kill a master, its replica is promoted); print a timeline and write fault-timeline.svg")
 	fs.DurationVar(&s.interval, "interval", time.Second, "with -fault, the width of one row of the timeline")
 	nodes := fs.String("nodes", "", "comma-separated `URLs` (redis://[user:password@]host:port[/db], rediss:// for TLS) of existing independent nodes to use instead of embedded ones; with -cluster, seed nodes of one existing Redis Cluster (database 0, one user and password, all redis:// or all rediss://)")
@@ -145,8 +149,10 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 		return bad("-sweep and -fault: give one of them")
 	case *sweep == "lease":
 		s.mode = modeSweep
+	case *sweep == "load":
+		s.mode = modeLoad
 	case *sweep != "":
-		return bad("-sweep %q: want lease", *sweep)
+		return bad("-sweep %q: want lease or load", *sweep)
 	case s.fault != "":
 		if !slices.Contains(faultKinds, s.fault) && s.fault != faultFailover {
 			return bad("-fault %q: want one of %s or %s (with -cluster)", s.fault, strings.Join(faultKinds, ", "), faultFailover)
@@ -158,9 +164,14 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 		switch s.mode {
 		case modeSweep:
 			s.duration = sweepDuration
+		case modeLoad:
+			s.duration = loadDuration
 		case modeFault:
 			s.duration = faultDuration
 		}
+	}
+	if s.mode == modeLoad && !set["concurrency"] {
+		s.concurrency = loadWorkers
 	}
 	switch {
 	case s.duration <= 0:
@@ -181,6 +192,10 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 		return bad("-lease-fraction %v: must be in [0, 1] (0 turns leases off)", s.leaseFraction)
 	case s.mode == modeSweep && set["lease-fraction"]:
 		return bad("-lease-fraction with -sweep lease: the sweep varies it")
+	case set["max-load"] && s.mode != modeLoad:
+		return bad("-max-load without -sweep load: only the load sweep steps its offered load")
+	case s.maxLoad < loadSteps[0]:
+		return bad("-max-load %d: at least the first step, %d", s.maxLoad, loadSteps[0])
 	case s.out == "":
 		return bad("-out: empty directory name")
 	}
@@ -206,6 +221,10 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 		s.workloads = nil
 	case *workload == "all" && s.mode == modeSweep && !set["workload"]:
 		s.workloads = []string{"hot", "zipf"}
+	case *workload == "all" && s.mode == modeLoad && !set["workload"]:
+		// hot and overlimit saturate at millions of decisions/s, more than
+		// a generator on a few cores offers: they run when asked for.
+		s.workloads = []string{"zipf", "uniform"}
 	case *workload == "all":
 		s.workloads = names
 	case slices.Contains(names, *workload):

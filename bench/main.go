@@ -98,6 +98,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	switch s.mode {
 	case modeSweep:
 		return runSweep(ctx, e, stdout)
+	case modeLoad:
+		return runLoad(ctx, e, stdout)
 	case modeFault:
 		return runFault(ctx, e, stdout)
 	default:
@@ -157,12 +159,19 @@ func describeRun(s settings) string {
 	switch s.mode {
 	case modeSweep:
 		fmt.Fprintf(&b, "run: -sweep lease, %v per point", s.duration)
+	case modeLoad:
+		steps := loadStepsUpTo(s.maxLoad)
+		fmt.Fprintf(&b, "run: -sweep load, Poisson arrivals at %d/s to %d/s until saturation, %v per step", steps[0], steps[len(steps)-1], s.duration)
 	case modeFault:
 		fmt.Fprintf(&b, "run: -fault %s, %v in all, rows of %v", s.fault, s.duration, s.interval)
 	default:
 		fmt.Fprintf(&b, "run: %v per workload and system", s.duration)
 	}
-	fmt.Fprintf(&b, ", %d instances, %d goroutines, GOMAXPROCS %d, %s", s.instances, s.concurrency, runtime.GOMAXPROCS(0), algorithmName(s.algorithm))
+	callers := "goroutines"
+	if s.mode == modeLoad {
+		callers = "workers"
+	}
+	fmt.Fprintf(&b, ", %d instances, %d %s, GOMAXPROCS %d, %s", s.instances, s.concurrency, callers, runtime.GOMAXPROCS(0), algorithmName(s.algorithm))
 	if s.mode != modeSweep {
 		if s.leaseFraction == 0 {
 			b.WriteString(", leases off")

@@ -48,15 +48,22 @@ func runBench(t *testing.T, args ...string) (string, string) {
 // results decodes JSON lines of "result" objects.
 func results(t *testing.T, out string) []result {
 	t.Helper()
-	var rs []result
+	return decodeLines[result](t, out)
+}
+
+// decodeLines decodes JSON lines of objects of one type into the struct
+// T bench marshals for it, each line checked against doc.go's schema.
+func decodeLines[T any](t *testing.T, out string) []T {
+	t.Helper()
+	var vs []T
 	sc := bufio.NewScanner(strings.NewReader(out))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var r result
-		decodeStrict(t, sc.Bytes(), &r)
-		rs = append(rs, r)
+		var v T
+		decodeStrict(t, sc.Bytes(), &v)
+		vs = append(vs, v)
 	}
-	return rs
+	return vs
 }
 
 func TestTable(t *testing.T) {
@@ -235,6 +242,8 @@ func TestBadFlags(t *testing.T) {
 		{"-sweep", "fraction"},
 		{"-sweep", "lease", "-lease-fraction", "0.01"},
 		{"-sweep", "lease", "-fault", "kill"},
+		{"-sweep", "load", "-max-load", "100"},
+		{"-max-load", "1000000"},
 		{"-fault", "explode"},
 		{"-fault", "kill", "-workload", "hot"},
 		{"-fault", "kill", "-nodes", "redis://127.0.0.1:1"},
@@ -292,7 +301,7 @@ func TestHelp(t *testing.T) {
 		t.Fatalf("run(-h) = %v, want nil", err)
 	}
 	for _, f := range []string{"-nodes", "-instances", "-concurrency", "-duration", "-workload", "-keys", "-zipf",
-		"-limit", "-algorithm", "-lease-fraction", "-sweep", "-fault", "-interval", "-cluster", "-tls-ca", "-tls-cert",
+		"-limit", "-algorithm", "-lease-fraction", "-sweep", "-max-load", "-fault", "-interval", "-cluster", "-tls-ca", "-tls-cert",
 		"-tls-key", "-out", "-json", "-q"} {
 		if !regexp.MustCompile(`(?m)^  ` + f + `[ \t\n]`).MatchString(stderr.String() + "\n") {
 			t.Errorf("run(-h) stderr lacks %s:\n%s", f, stderr.String())
@@ -322,6 +331,7 @@ func TestCancelledMidway(t *testing.T) {
 	}{
 		{[]string{"-workload", "hot"}, 300 * time.Millisecond},
 		{[]string{"-sweep", "lease", "-workload", "hot"}, 300 * time.Millisecond},
+		{[]string{"-sweep", "load", "-workload", "zipf"}, 300 * time.Millisecond},
 		{[]string{"-fault", "pause", "-duration", "3s", "-interval", "100ms"}, 1300 * time.Millisecond},
 		{[]string{"-fault", "flap", "-duration", "3s", "-interval", "100ms"}, 1300 * time.Millisecond},
 	}

@@ -88,17 +88,13 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	if err := e.cl.flush(ctx); err != nil {
 		return res, err
 	}
-	var sys system
-	var leases bool
 	if sysName == sysRedisRate {
-		sys = newRedisRate(e.cl, s.concurrency)
 		fraction = 0
-	} else {
-		h, err := newHybrid(e.cl, s.instances, fraction, e.log, nil)
-		if err != nil {
-			return res, err
-		}
-		sys, leases = h, fraction > 0
+	}
+	leases := fraction > 0
+	sys, err := e.newSystem(sysName, fraction)
+	if err != nil {
+		return res, err
 	}
 	defer func() { err = errors.Join(err, sys.close()) }()
 

@@ -59,7 +59,7 @@ func (r *report) add(res result) error {
 	} else {
 		_, err = fmt.Fprintf(r.tw, "%s\t%s\t%.0f\t%s\t%s\t%.3f\t%s\t%.1f%%\t%s\n",
 			res.Workload, res.System, res.DecisionsPerSec, latency(res.P50us), latency(res.P99us),
-			res.RedisCallsPerDecision, cpuLabel(res), res.AdmittedPctOfIdeal, sourceMix(res.Sources))
+			res.RedisCallsPerDecision, cpuLabel(res.ClientCPUus, res.RedisCPUus), res.AdmittedPctOfIdeal, sourceMix(res.Sources))
 	}
 	return err
 }
@@ -79,14 +79,14 @@ func (r *report) flush() error {
 	return writeCapacity(r.w, r.all)
 }
 
-// cpuLabel is a result's CPU per decision, "3.1+5.2µs"; the Redis part is
-// "?" on miniredis, which runs in this process (its CPU is in the
-// client's).
-func cpuLabel(res result) string {
-	if res.RedisCPUus == nil {
-		return fmt.Sprintf("%.2f+?µs", res.ClientCPUus)
+// cpuLabel is a CPU time per decision of the client and of Redis,
+// "3.1+5.2µs"; the Redis part is "?" when redis is nil: on miniredis,
+// which runs in this process (its CPU is in the client's).
+func cpuLabel(client float64, redis *float64) string {
+	if redis == nil {
+		return fmt.Sprintf("%.2f+?µs", client)
 	}
-	return fmt.Sprintf("%.2f+%.2fµs", res.ClientCPUus, *res.RedisCPUus)
+	return fmt.Sprintf("%.2f+%.2fµs", client, *redis)
 }
 
 // writeCapacity writes, per workload, the cores each system would need

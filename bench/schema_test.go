@@ -27,6 +27,7 @@ var outputTypes = map[string]reflect.Type{
 	"result": reflect.TypeFor[result](),
 	"second": reflect.TypeFor[second](),
 	"fault":  reflect.TypeFor[faultSummary](),
+	"load":   reflect.TypeFor[loadRow](),
 }
 
 // docTypes are the JSON types doc.go may give a field.

@@ -36,6 +36,21 @@ type system interface {
 	close() error
 }
 
+// newSystem builds the named system over the run's nodes as every mode
+// but -fault measures it: hybridlimit as -instances Limiters with
+// Lease.MaxFraction fraction (0: leases off), redis_rate with a pool of
+// -concurrency connections per node.
+func (e *env) newSystem(name string, fraction float64) (system, error) {
+	if name == sysRedisRate {
+		return newRedisRate(e.cl, e.s.concurrency), nil
+	}
+	h, err := newHybrid(e.cl, e.s.instances, fraction, e.log, nil)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
 // hybridSystem is -instances Limiters over the same nodes, each with
 // clients of its own, as that many service instances would have;
 // requests go to them round-robin, as a load balancer would spread them.

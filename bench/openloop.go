@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/hybridlimit/hybridlimit/hybrid"
+)
+
+// The open-loop generator of -sweep load. A dispatcher releases the
+// arrivals of a Poisson process, each due at a time drawn before the run
+// and independent of any completion, into a queue that a pool of workers
+// takes them from; a call's latency runs from when its arrival was due to
+// when the call returned. A call that waits in the queue because every
+// worker is busy counts its wait: no coordinated omission. The
+// dispatcher's own lateness (how long after its due time it released an
+// arrival) is recorded apart, so that a generator that falls behind its
+// schedule is seen as such.
+
+// Bounds of the histograms, in microseconds: a minute is longer than any
+// call or wait a step allows (larger values are counted as a minute).
+const (
+	histMaxUs   = int64(time.Minute / time.Microsecond)
+	histSigFigs = 3 // significant decimal digits: within 0.1%
+)
+
+// maxDispatchSleep bounds one sleep of the dispatcher, so that it sees a
+// cancellation within that time however sparse the arrivals.
+const maxDispatchSleep = 10 * time.Millisecond
+
+// arrivals draws the due times of a Poisson process: gaps exponentially
+// distributed with mean 1/rate, from a seeded source. It is not safe for
+// concurrent use.
+type arrivals struct {
+	rng  *rand.Rand
+	mean float64 // nanoseconds between arrivals, on average
+	at   float64 // the last due time, in nanoseconds since the start
+}
+
+// newArrivals returns the arrivals of rate per second, the first one gap
+// after the start.
+func newArrivals(rate float64, seed uint64) *arrivals {
+	return &arrivals{rng: rand.New(rand.NewPCG(seed, 0xda942042e4dd58b5)), mean: 1e9 / rate}
+}
+
+// next returns the due time of the next arrival, as time since the start.
+func (a *arrivals) next() time.Duration {
+	a.at += a.rng.ExpFloat64() * a.mean
+	return time.Duration(a.at)
+}
+
+// stepConfig is one open-loop step.
+type stepConfig struct {
+	rate    float64       // arrivals per second
+	window  time.Duration // arrivals are due in [0, window)
+	workers int           // goroutines making the calls
+	drain   time.Duration // after the window, how long queued arrivals may still start
+	queue   int           // arrivals waiting for a worker at most; one more ends the step
+	seed    uint64        // of the arrival process
+	// sleep is how the dispatcher waits for the next due time; nil:
+	// dispatchSleep, on a thread of its own (dispatchThread).
+	sleep func(time.Duration)
+}
+
+// stepStats is what one step measured.
+type stepStats struct {
+	scheduled int64 // arrivals released to the workers
+	decisions int64 // calls made and returned, failed ones included
+	abandoned int64 // arrivals not started by the drain deadline
+	admitted  int64
+	errors    int64
+	firstErr  error
+	sources   [numSources]int64
+	overflow  bool          // the queue was full: the step ended early
+	window    time.Duration // when the dispatcher stopped: the window's end, earlier on overflow
+	elapsed   time.Duration // from the start to the last call's return (at least window)
+	// latency holds, in µs, every released arrival's time from due to
+	// its call's return, and for an abandoned one to when it was
+	// abandoned (a lower bound of what it would have taken).
+	latency *hdrhistogram.Histogram
+	lag     *hdrhistogram.Histogram // µs from due to released, per arrival
+}
+
+// achieved is the rate of the calls that returned as a share of the rate
+// of the arrivals: 1 when the system kept up; 0 with no arrivals.
+func (st *stepStats) achieved() float64 {
+	if st.scheduled == 0 || st.elapsed <= 0 || st.window <= 0 {
+		return 0
+	}
+	return (float64(st.decisions) / st.elapsed.Seconds()) / (float64(st.scheduled) / st.window.Seconds())
+}
+
+// newHist returns an empty histogram of microseconds up to histMaxUs.
+func newHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, histMaxUs, histSigFigs)
+}
+
+// record counts d in h, in microseconds, clamped to h's range.
+func record(h *hdrhistogram.Histogram, d time.Duration) {
+	_ = h.RecordValue(min(max(d.Microseconds(), 0), histMaxUs)) // in range: no error
+}
+
+// workerTally is what one worker counted.
+type workerTally struct {
+	decisions, abandoned, admitted, errors int64
+	firstErr                               error
+	sources                                [numSources]int64
+	last                                   time.Duration // its last call's return
+}
+
+// offer runs one open-loop step of w against sys and returns what it
+// measured. It returns when every released arrival has been called or
+// abandoned; on ctx's cancellation the remaining ones are abandoned at
+// once. No goroutine it starts outlives it.
+func offer(ctx context.Context, sys system, w workload, c stepConfig) *stepStats {
+	st := &stepStats{latency: newHist(), lag: newHist()}
+	queue := make(chan time.Duration, c.queue)
+	// deadline is when, in ns since start, queued arrivals stop being
+	// started: none until the dispatcher has stopped.
+	var deadline atomic.Int64
+	deadline.Store(math.MaxInt64)
+	var mu sync.Mutex // guards st.latency
+	tallies := make([]workerTally, c.workers)
+	start := time.Now()
+
+	var wg sync.WaitGroup
+	for g := range c.workers {
+		wg.Go(func() {
+			t := &tallies[g]
+			p := w.picker(uint64(g) + 1)
+			for i := 0; ; i++ {
+				due, ok := <-queue
+				if !ok {
+					return
+				}
+				if now := time.Since(start); int64(now) > deadline.Load() {
+					t.abandoned++
+					mu.Lock()
+					record(st.latency, now-due)
+					mu.Unlock()
+					continue
+				}
+				allowed, src, err := sys.allow(ctx, g, i, w.keys[p.next()], w.limit)
+				end := time.Since(start)
+				mu.Lock()
+				record(st.latency, end-due)
+				mu.Unlock()
+				t.decisions++
+				t.last = max(t.last, end)
+				switch {
+				case err != nil:
+					if t.errors == 0 {
+						t.firstErr = err
+					}
+					t.errors++
+				case allowed:
+					t.admitted++
+				}
+				if err == nil && int(src) < numSources {
+					t.sources[src]++
+				}
+			}
+		})
+	}
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sleep := c.sleep
+		if sleep == nil {
+			defer dispatchThread()()
+			sleep = dispatchSleep
+		}
+		st.window = dispatch(ctx, c, start, queue, st, sleep)
+		deadline.Store(int64(max(st.window, time.Since(start)) + c.drain))
+		if ctx.Err() != nil {
+			deadline.Store(0) // abandon what is queued
+		}
+		close(queue)
+	}()
+	<-done
+	wg.Wait()
+
+	st.elapsed = st.window
+	for i := range tallies {
+		t := &tallies[i]
+		st.decisions += t.decisions
+		st.abandoned += t.abandoned
+		st.admitted += t.admitted
+		st.errors += t.errors
+		if st.firstErr == nil {
+			st.firstErr = t.firstErr
+		}
+		for src, n := range t.sources {
+			st.sources[src] += n
+		}
+		st.elapsed = max(st.elapsed, t.last)
+	}
+	return st
+}
+
+// dispatch releases the arrivals due in [0, c.window) into queue, each as
+// soon as it is due, and returns when it stopped, as time since start:
+// c.window, or earlier when the queue was full (st.overflow) or ctx was
+// cancelled. It counts st.scheduled and records st.lag.
+func dispatch(ctx context.Context, c stepConfig, start time.Time, queue chan<- time.Duration, st *stepStats, sleep func(time.Duration)) time.Duration {
+	a := newArrivals(c.rate, c.seed)
+	next := a.next()
+	cancelled := ctx.Done()
+	for next < c.window {
+		select {
+		case <-cancelled:
+			return time.Since(start)
+		default:
+		}
+		now := time.Since(start)
+		if next > now {
+			sleep(min(next-now, maxDispatchSleep))
+			continue
+		}
+		for ; next <= now && next < c.window; next = a.next() {
+			record(st.lag, now-next)
+			select {
+			case queue <- next:
+				st.scheduled++
+			default:
+				st.overflow = true
+				return now
+			}
+		}
+	}
+	return c.window
+}
+
+// noSystem answers every call at once and asks no one: against it the
+// generator measures itself.
+type noSystem struct{}
+
+var _ system = noSystem{}
+
+func (noSystem) allow(context.Context, int, int, string, hybrid.Limit) (bool, hybrid.Source, error) {
+	return true, hybrid.SourceRemote, nil
+}
+func (noSystem) calls() int64      { return 0 }
+func (noSystem) leaseUnits() int64 { return 0 }
+func (noSystem) close() error      { return nil }
