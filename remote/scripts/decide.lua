@@ -13,18 +13,7 @@
 -- remaining, retry, reset, delay and the server time (µs) of the lease.
 local SETS = 1024
 local now = clock()
-local sets = {}
-local ai = 2
-for s = 1, tonumber(ARGV[1]) do
-  local nl = tonumber(ARGV[ai])
-  local sps
-  sps, ai = read_specs(ai + 1, nl)
-  local take = false
-  if nl == 1 and sps[1].tag == nil then
-    take = ALG[sps[1].alg].take or false
-  end
-  sets[s] = {sps = sps, take = take}
-end
+local sets, ai = read_sets()
 local out = {}
 local oi = 0
 local ki = 1
