@@ -117,9 +117,15 @@ type LeaseConfig struct {
 	TTL time.Duration
 }
 
-// The lease defaults.
+// The lease defaults. DefaultHotRate leases warm keys too: on Zipf traffic
+// (1,000,000 keys, s = 1.1, 1000/s each, one instance) 25 against 200 took
+// Redis's share of the decisions from 46-48 % to 27-28 % and the CPU per
+// decision, client and Redis, from 9.4-11.1 µs to 5.8-6.5 µs, at the same
+// accuracy (99.9 % of the ideal); at 10 the give-backs of tens of thousands
+// of leases a second, a round trip each, overwhelmed the node (47 % of the
+// decisions from the failure mode).
 const (
-	DefaultHotRate     = 200
+	DefaultHotRate     = 25
 	DefaultMaxFraction = 0.01
 	DefaultRenewEvery  = 50 * time.Millisecond
 	DefaultLeaseTTL    = time.Second

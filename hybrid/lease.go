@@ -44,8 +44,12 @@ type leaseReply = remote.Result
 // places are spent in their order.
 
 // hotSlots is the size of the table that counts requests per key hash to
-// find hot keys: bounded memory whatever the number of keys.
-const hotSlots = 4096
+// find hot keys: bounded memory whatever the number of keys (1.5 MB). The
+// keys of a slot share its count, so a slot must see few cold keys' requests
+// in a hotWindow for HotRate to mean one key's rate: 100,000 cold requests a
+// second over 65,536 slots are 0.15 per slot and window, against 2.5 for a
+// key at DefaultHotRate (with 4,096 slots, 2.4: every cold key looked warm).
+const hotSlots = 1 << 16
 
 // hotWindow is the window over which a slot's rate is measured.
 const hotWindow = 100 * time.Millisecond
@@ -326,13 +330,20 @@ func (ls *leases) spend(key string, n int64, limits []Limit) (r Result, served, 
 // twice the node's recent round trip of it if longer (a renewal starts at
 // half a batch, and must arrive before the rest is spent: on a slow node
 // a lease otherwise ran dry at every renewal, and its requests waited for
-// Redis), at least the request, at most MaxFraction of the smallest
-// capacity.
+// Redis); for a warm key, whose RenewEvery of demand is a unit or two, up
+// to minLeaseBatch units if half a TTL of its demand covers them, so that
+// a batch serves several requests; at least the request, at most
+// MaxFraction of the smallest capacity.
 func (ls *leases) size(nd *node, rate float64, n int64, limits []Limit) int64 {
 	cover := max(ls.l.cfg.Lease.RenewEvery, 2*time.Duration(nd.rtt.Load()))
 	want := int64(rate * cover.Seconds())
-	return min(max(want, n), ls.ceiling(limits))
+	warm := min(minLeaseBatch, int64(rate*ls.l.cfg.Lease.TTL.Seconds()/2))
+	return min(max(want, warm, n), ls.ceiling(limits))
 }
+
+// minLeaseBatch: a warm key's batch holds up to this many units, if half
+// a lease's TTL of its demand covers them (see size).
+const minLeaseBatch = 8
 
 // ceiling is the most units a key's lease may hold: MaxFraction of the
 // smallest capacity, at least 1; for FixedWindow limits alone, the whole
