@@ -66,7 +66,13 @@ local function read_sets()
     if nl == 1 and sps[1].tag == nil then
       take = ALG[sps[1].alg].take or false
     end
-    sets[s] = {sps = sps, take = take}
+    local all = nl > 1 and ALG[0] and ALG[0].take_all or false
+    for j = 1, nl do
+      if sps[j].alg ~= 0 or sps[j].tag ~= nil then
+        all = false
+      end
+    end
+    sets[s] = {sps = sps, take = take, take_all = all}
   end
   sets_args = {}
   for i = 1, ai - 1 do

@@ -9,7 +9,7 @@
 -- algorithm decides it in one step (TB.take), 2, remaining, reset when
 -- allowed and 3, remaining, retry, reset when denied (retry and reset in
 -- µs); for another decision allowed (1 or 0), binding, remaining, retry,
--- reset, delay; for a lease, as lease.lua takes it, granted, binding,
+-- reset, delay (several unnamed token buckets in one step, TB.take_all); for a lease, as lease.lua takes it, granted, binding,
 -- remaining, retry, reset, delay and the server time (µs) of the lease.
 local SETS = 1024
 local now = clock()
@@ -48,6 +48,16 @@ for i = ai, #ARGV do
       out[oi + 4] = reset
       oi = oi + 4
     end
+  elseif set.take_all and not lease then
+    local ok, best, remaining, retry, reset = set.take_all(ki, set.sps, now, cost)
+    ki = ki + #set.sps
+    out[oi + 1] = ok
+    out[oi + 2] = best
+    out[oi + 3] = remaining
+    out[oi + 4] = retry
+    out[oi + 5] = reset
+    out[oi + 6] = 0
+    oi = oi + 6
   elseif lease then
     local views
     views, ki = views_of(set.sps, ki, now, true)

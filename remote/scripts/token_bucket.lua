@@ -69,6 +69,56 @@ function TB.take(key, sp, raw, cost)
   return 1, fdiv(full - d, p), 0, mmax(reset - raw, 0)
 end
 
+-- take_all decides a request of cost units against several unnamed token
+-- buckets sps, whose keys are KEYS[ki] on, all or nothing, exactly as
+-- look, allows, commit and bind do, without their tables: a request
+-- against 100/min and 1000/hour. Returns allowed (1 or 0), the binding
+-- limit's index (from 0), its remaining, retry and reset (µs).
+function TB.take_all(ki, sps, raw, cost)
+  local ds = {}
+  local all = true
+  for j = 1, #sps do
+    local sp = sps[j]
+    local nq, base = tb_now(sp, raw)
+    local key = KEYS[ki + j - 1]
+    local d = tb_deficit(rcall('GET', key), base)
+    local full = sp.c * sp.p
+    if d > full then
+      -- The clock went back (tb_deficit): empty as of now, as look stores it.
+      d = full
+      rcall('SET', key, arg(mod52(base + full)), 'PX', ttl_ms((nq + cdiv(full, sp.r)) * sp.q, raw))
+    end
+    ds[j] = d
+    if d + cost * sp.p > full then
+      all = false
+    end
+  end
+  -- As bind: allowed, the limit with the fewest remaining; denied, the
+  -- denying limit with the longest retry; the first of equals.
+  local best, brem, bretry, breset = -1, 0, 0, 0
+  for j = 1, #sps do
+    local sp = sps[j]
+    local q, p, r = sp.q, sp.p, sp.r
+    local nq, base = tb_now(sp, raw)
+    local d, full, need = ds[j], sp.c * p, cost * p
+    if all then
+      d = d + need
+      local reset = (nq + cdiv(d, r)) * q
+      rcall('SET', KEYS[ki + j - 1], arg(mod52(base + d)), 'PX', ttl_ms(reset, raw))
+      local rem = fdiv(full - d, p)
+      if best < 0 or rem < brem then
+        best, brem, bretry, breset = j - 1, rem, 0, mmax(reset - raw, 0)
+      end
+    elseif d + need > full then
+      local retry = mmax((nq + cdiv(d + need - full, r)) * q - raw, 0)
+      if best < 0 or retry > bretry then
+        best, brem, bretry, breset = j - 1, mmax(fdiv(full - d, p), 0), retry, mmax((nq + cdiv(d, r)) * q - raw, 0)
+      end
+    end
+  end
+  return all and 1 or 0, best, brem, bretry, breset
+end
+
 function TB.avail(v)
   return mmax(fdiv(v.sp.c * v.sp.p - v.d, v.sp.p), 0)
 end
