@@ -102,6 +102,12 @@ type LeaseConfig struct {
 	// HotRate is the requests per second, on this instance, above which a
 	// key is leased. Default DefaultHotRate.
 	HotRate float64
+	// WarmRate is the lower rate above which a key is leased when its
+	// lease may hold a few units (MaxFraction of its smallest capacity is
+	// at least 8): a batch then serves several requests. Below that a
+	// lease of a unit or two saves nothing, and only HotRate applies.
+	// Default DefaultWarmRate; above HotRate it is HotRate.
+	WarmRate float64
 	// MaxFraction caps a batch at this fraction of the smallest capacity
 	// of the request's limits (at least 1 unit). Default
 	// DefaultMaxFraction, 0.01: with 4
@@ -117,15 +123,17 @@ type LeaseConfig struct {
 	TTL time.Duration
 }
 
-// The lease defaults. DefaultHotRate leases warm keys too: on Zipf traffic
-// (1,000,000 keys, s = 1.1, 1000/s each, one instance) 25 against 200 took
-// Redis's share of the decisions from 46-48 % to 27-28 % and the CPU per
-// decision, client and Redis, from 9.4-11.1 µs to 5.8-6.5 µs, at the same
-// accuracy (99.9 % of the ideal); at 10 the give-backs of tens of thousands
-// of leases a second, a round trip each, overwhelmed the node (47 % of the
-// decisions from the failure mode).
+// The lease defaults. DefaultWarmRate leases warm keys: on Zipf traffic
+// (1,000,000 keys, s = 1.1, 1000/s each, one instance) leasing from 25
+// requests a second rather than 200 took Redis's share of the decisions
+// from 46-48 % to 27-28 % and the CPU per decision, client and Redis, from
+// 9.4-11.1 µs to 5.8-6.5 µs, at the same accuracy (99.9 % of the ideal);
+// from 10 a second, the give-backs of tens of thousands of leases a second,
+// a round trip each, overwhelmed the node (47 % of the decisions from the
+// failure mode).
 const (
-	DefaultHotRate     = 25
+	DefaultHotRate     = 200
+	DefaultWarmRate    = 25
 	DefaultMaxFraction = 0.01
 	DefaultRenewEvery  = 50 * time.Millisecond
 	DefaultLeaseTTL    = time.Second
@@ -251,12 +259,16 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxLocalKeys == 0 {
 		c.MaxLocalKeys = DefaultMaxLocalKeys
 	}
-	if c.Lease.HotRate < 0 || c.Lease.MaxFraction < 0 || c.Lease.MaxFraction > 1 || c.Lease.RenewEvery < 0 || c.Lease.TTL < 0 || math.IsNaN(c.Lease.HotRate) || math.IsNaN(c.Lease.MaxFraction) {
+	if c.Lease.HotRate < 0 || c.Lease.WarmRate < 0 || math.IsNaN(c.Lease.WarmRate) || c.Lease.MaxFraction < 0 || c.Lease.MaxFraction > 1 || c.Lease.RenewEvery < 0 || c.Lease.TTL < 0 || math.IsNaN(c.Lease.HotRate) || math.IsNaN(c.Lease.MaxFraction) {
 		return c, fmt.Errorf("hybrid: Lease config out of range: %+v", c.Lease)
 	}
 	if c.Lease.HotRate == 0 {
 		c.Lease.HotRate = DefaultHotRate
 	}
+	if c.Lease.WarmRate == 0 {
+		c.Lease.WarmRate = DefaultWarmRate
+	}
+	c.Lease.WarmRate = min(c.Lease.WarmRate, c.Lease.HotRate)
 	if c.Lease.MaxFraction == 0 {
 		c.Lease.MaxFraction = DefaultMaxFraction
 	}

@@ -342,8 +342,24 @@ func (ls *leases) size(nd *node, rate float64, n int64, limits []Limit) int64 {
 }
 
 // minLeaseBatch: a warm key's batch holds up to this many units, if half
-// a lease's TTL of its demand covers them (see size).
+// a lease's TTL of its demand covers them (see size); a key is leased from
+// WarmRate only if its batch may hold that many (see threshold).
 const minLeaseBatch = 8
+
+// threshold is the demand from which a key with limits is leased:
+// WarmRate if its lease may hold minLeaseBatch units, else HotRate. rate,
+// the key's demand, is below both on the cold path, which then reads no
+// limit.
+func (ls *leases) threshold(rate float64, limits []Limit) float64 {
+	lc := &ls.l.cfg.Lease
+	if rate < lc.WarmRate || rate >= lc.HotRate {
+		return lc.WarmRate
+	}
+	if ls.ceiling(limits) >= minLeaseBatch {
+		return lc.WarmRate
+	}
+	return lc.HotRate
+}
 
 // ceiling is the most units a key's lease may hold: MaxFraction of the
 // smallest capacity, at least 1; for FixedWindow limits alone, the whole

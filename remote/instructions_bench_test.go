@@ -1,0 +1,176 @@
+package remote
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/internal/redistest"
+	"github.com/hybridlimit/hybridlimit/limit"
+)
+
+// BenchmarkScriptInstructions counts the instructions redis-server runs per
+// request, under valgrind's callgrind: a count, unlike a time, is the same
+// from run to run on a shared, noisy machine. Each case starts a server
+// under callgrind, warms it up (the library loaded, the keys written), then
+// counts only the measured calls, from the command's arrival to its reply
+// (user space: the kernel's share of a round trip is not counted). Cold
+// keys (uniform over 100,000) within PerMinute(1,000,000), or within 100/min
+// and 1000/hour; redis_rate's allowN script beside them. It needs valgrind
+// (apt-get install valgrind) and takes about a minute:
+//
+//	go test -run '^$' -bench ScriptInstructions -benchtime 1x ./remote/
+func BenchmarkScriptInstructions(b *testing.B) {
+	if _, err := exec.LookPath("valgrind"); err != nil {
+		b.Skip("valgrind not installed")
+	}
+	one := []limit.Limit{limit.PerMinute(1_000_000)}
+	two := []limit.Limit{limit.PerMinute(100), limit.PerHour(1000)}
+	for _, c := range []struct {
+		name     string
+		perCall  int
+		calls    int
+		limits   []limit.Limit
+		fn       bool // the library, else scripts
+		redisRat bool
+	}{
+		{"hybridlimit/functions/one-token-bucket/requests-per-call=1", 1, 500, one, true, false},
+		{"hybridlimit/functions/one-token-bucket/requests-per-call=64", 64, 100, one, true, false},
+		{"hybridlimit/functions/two-token-buckets/requests-per-call=64", 64, 100, two, true, false},
+		{"hybridlimit/scripts/one-token-bucket/requests-per-call=1", 1, 500, one, false, false},
+		{"hybridlimit/scripts/one-token-bucket/requests-per-call=64", 64, 100, one, false, false},
+		{"redis_rate/one-token-bucket/requests-per-call=1", 1, 500, one, false, true},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			dir := b.TempDir()
+			srv, rdb := callgrindServer(b, dir)
+			ctx := context.Background()
+			var call func(k int) error
+			if c.redisRat {
+				rl := redis_rate.NewLimiter(rdb)
+				lim := rateLimit(c.limits[0])
+				call = func(k int) error {
+					_, err := rl.Allow(ctx, "user:"+strconv.Itoa(k%100_000), lim)
+					return err
+				}
+			} else {
+				s, err := New(rdb, Config{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Load(ctx); err != nil {
+					b.Fatal(err)
+				}
+				s.fn.Store(c.fn)
+				reqs, out := make([]Request, c.perCall), make([]Result, c.perCall)
+				call = func(k int) error {
+					for i := range reqs {
+						reqs[i], _ = NewDecision("user:"+strconv.Itoa((k*c.perCall+i)%100_000), 1, c.limits...)
+					}
+					return s.DecideMany(ctx, reqs, out)
+				}
+			}
+			for k := range 20 { // warm: the code loaded, keys written
+				if err := call(k); err != nil {
+					b.Fatal(err)
+				}
+			}
+			control(b, srv, "-i", "on")
+			for k := range c.calls {
+				if err := call(20 + k); err != nil {
+					b.Fatal(err)
+				}
+			}
+			control(b, srv, "-i", "off")
+			control(b, srv, "-d")
+			b.ReportMetric(float64(callgrindTotal(b, dir))/float64(c.calls*c.perCall), "instructions/request")
+		})
+	}
+}
+
+// rateLimit is l as redis_rate takes it.
+func rateLimit(l limit.Limit) redis_rate.Limit {
+	return redis_rate.Limit{Rate: int(l.Rate), Burst: int(l.Capacity()), Period: l.Period}
+}
+
+// callgrindServer starts redis-server under callgrind, counting nothing
+// until told, its output in dir, and a client of it.
+func callgrindServer(b *testing.B, dir string) (*redistest.Server, *redis.Client) {
+	b.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		b.Skip("redis-server not installed")
+	}
+	wrapper := filepath.Join(dir, "redis-server")
+	script := "#!/bin/sh\nexec valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=" + filepath.Join(dir, "cg.%p") + " " + bin + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	b.Setenv("REDIS_SERVER_BIN", wrapper)
+	srv := redistest.Start(b)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: time.Minute, WriteTimeout: time.Minute, PoolSize: 1})
+	b.Cleanup(func() { rdb.Close() })
+	return srv, rdb
+}
+
+// control sends callgrind_control args to the server's valgrind, then waits
+// for it to take them: valgrind reads its commands when the server next
+// runs, at the latest at its next timer event (hz 10).
+func control(b *testing.B, srv *redistest.Server, args ...string) {
+	b.Helper()
+	pid := serverPID(b, srv)
+	if out, err := exec.Command("callgrind_control", append(args, pid)...).CombinedOutput(); err != nil {
+		b.Fatalf("callgrind_control %v: %v: %s", args, err, out)
+	}
+	time.Sleep(300 * time.Millisecond)
+}
+
+// serverPID is the process id of the server, from INFO server.
+func serverPID(b *testing.B, srv *redistest.Server) string {
+	b.Helper()
+	info, err := srv.Client(b).Info(context.Background(), "server").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			return v
+		}
+	}
+	b.Fatal("INFO server has no process_id")
+	return ""
+}
+
+// callgrindTotal sums the instruction totals of the dumps in dir.
+func callgrindTotal(b *testing.B, dir string) int64 {
+	b.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "cg.*"))
+	var total int64
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sc := bufio.NewScanner(fh)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "totals: "); ok {
+				n, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+				total += n
+			}
+		}
+		fh.Close()
+	}
+	if total == 0 {
+		b.Fatalf("no callgrind totals in %s", dir)
+	}
+	return total
+}
