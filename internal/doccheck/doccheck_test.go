@@ -276,3 +276,48 @@ func TestUndocumentedFindsEachKind(t *testing.T) {
 		t.Errorf("undocumented(testdata/undoc) =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestReadmeCommands: README.md shows the main job and the test command as
+// code blocks of their own, and .ci/run runs that test command (with flags
+// of its own added), so that what CI runs is what the README tells a
+// newcomer to run.
+func TestReadmeCommands(t *testing.T) {
+	root := moduleRoot(t)
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mainJob, tests = "go run ./bench", "go test -race -p 1 ./..."
+	for _, cmd := range []string{mainJob, tests} {
+		if !strings.Contains(string(readme), "```\n"+cmd+"\n```\n") {
+			t.Errorf("README.md has no code block holding just %q", cmd)
+		}
+	}
+	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []string
+	for _, line := range strings.Split(string(ci), "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[0] == "go" && f[1] == "test" {
+			runs = append(runs, line)
+		}
+	}
+	if len(runs) != 1 {
+		t.Fatalf(".ci/run has %d go test lines, want 1: %q", len(runs), runs)
+	}
+	if !subsequence(strings.Fields(tests), strings.Fields(runs[0])) {
+		t.Errorf(".ci/run runs %q, which is not README's %q with flags added", runs[0], tests)
+	}
+}
+
+// subsequence reports whether the words of want appear in got in order.
+func subsequence(want, got []string) bool {
+	i := 0
+	for _, g := range got {
+		if i < len(want) && g == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
+}
