@@ -1,12 +1,15 @@
 package httplimit_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -139,4 +142,73 @@ func ExampleNew_trustedProxies() {
 	// 200
 	// 429
 	// 200
+}
+
+// Rules from a YAML file, put in force again whenever the file changes. A
+// rule's limits are named after it ("search#0"), so raising a limit keeps
+// what each client has used.
+func ExampleMiddleware_Watch() {
+	m, err := miniredis.Run()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer m.Close()
+	m.SetTime(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	lim, err := hybrid.New(hybrid.Config{Addrs: []string{m.Addr()}, Timeout: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lim.Close()
+
+	dir, err := os.MkdirTemp("", "rules")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "rules.yaml")
+	writeRules := func(rate int) { // as an editor saves: a new file renamed over the old
+		yaml := fmt.Sprintf("rules:\n  - name: search\n    route: GET /search\n    limits: [{rate: %d, period: 1m}]\n", rate)
+		if err := os.WriteFile(path+".tmp", []byte(yaml), 0o644); err != nil {
+			log.Fatal(err)
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			log.Fatal(err)
+		}
+	}
+	writeRules(1)
+
+	rules, err := httplimit.LoadRules(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	mw, err := httplimit.New(lim, httplimit.Config{Rules: rules, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	h := mw.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	get := func() int {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/search", nil))
+		return w.Code
+	}
+	fmt.Println("1 a minute:", get(), get())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mw.Watch(ctx, path) }()
+	writeRules(3)
+	for deadline := time.Now().Add(10 * time.Second); mw.Rules().Rules[0].Limits[0].Rate != 3; {
+		if time.Now().After(deadline) {
+			log.Fatal("the new rules were not put in force")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fmt.Println("3 a minute:", get(), get(), get())
+	cancel()
+	if err := <-done; err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// 1 a minute: 200 429
+	// 3 a minute: 200 200 429
 }

@@ -37,6 +37,7 @@ const (
 	FailClosed
 )
 
+// String returns the mode's name: "Fallback", "FailOpen" or "FailClosed".
 func (m FailureMode) String() string {
 	switch m {
 	case Fallback:

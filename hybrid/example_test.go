@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"log/slog"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
+	"github.com/hybridlimit/hybridlimit/remote"
 )
 
 // startRedis starts an in-process Redis for the examples; a service passes
@@ -150,4 +153,146 @@ func ExampleLimiter_AllowAtMost() {
 	// granted 20 remaining 0
 	// peek true remaining after one more 9
 	// after reset, remaining after one more 99
+}
+
+// Two instances of a service, each with its own Limiter on the same Redis
+// node, share one budget per key: what one admits, the other cannot.
+func Example_sharedLimit() {
+	m, stop := startRedis()
+	defer stop()
+	newInstance := func() *hybrid.Limiter {
+		lim, err := hybrid.New(hybrid.Config{Addrs: []string{m.Addr()}, Timeout: time.Second})
+		if err != nil {
+			log.Fatal(err)
+		}
+		return lim
+	}
+	a, b := newInstance(), newInstance()
+	defer a.Close()
+	defer b.Close()
+
+	ctx := context.Background()
+	perMinute := hybrid.PerMinute(3)
+	for _, lim := range []*hybrid.Limiter{a, a, b, b} {
+		res, err := lim.Allow(ctx, "user:42", perMinute)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(res.Allowed, res.Remaining)
+	}
+	// Output:
+	// true 2
+	// true 1
+	// true 0
+	// false 0
+}
+
+// A limit read from configuration carries a Name: its state in Redis is
+// keyed by the name, so a client's budget survives a change of rate.
+func ExampleLimit_name() {
+	m, stop := startRedis()
+	defer stop()
+	lim, err := hybrid.New(hybrid.Config{Addrs: []string{m.Addr()}, Timeout: time.Second})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lim.Close()
+	ctx := context.Background()
+
+	api := hybrid.Limit{Rate: 100, Period: time.Minute, Name: "api"}
+	r, _ := lim.AllowN(ctx, "user:42", 80, api)
+	fmt.Println("100/min:", r.Allowed, r.Remaining)
+
+	// The configuration lowers the limit to 50: the 80 units in use stay
+	// in use, at most the new capacity, so the client is out of budget.
+	api.Rate = 50
+	r, _ = lim.Allow(ctx, "user:42", api)
+	fmt.Println("50/min:", r.Allowed, r.Remaining)
+
+	// Raised to 200: 150 left, as the lower limit held 50.
+	api.Rate = 200
+	r, _ = lim.Allow(ctx, "user:42", api)
+	fmt.Println("200/min:", r.Allowed, r.Remaining)
+	// Output:
+	// 100/min: true 20
+	// 50/min: false 0
+	// 200/min: true 149
+}
+
+// What a Limiter answers while a key's node cannot decide, in each mode:
+// Fallback (the default) enforces each limit × FallbackShare in process,
+// FailOpen allows, FailClosed denies. Result.Source says which answered.
+func ExampleFailureMode() {
+	for _, mode := range []hybrid.FailureMode{hybrid.Fallback, hybrid.FailOpen, hybrid.FailClosed} {
+		m, err := miniredis.Run()
+		if err != nil {
+			log.Fatal(err)
+		}
+		lim, err := hybrid.New(hybrid.Config{
+			Addrs:         []string{m.Addr()},
+			Timeout:       time.Second,
+			OnFailure:     mode,
+			FallbackShare: 0.5, // with 2 instances, each enforces half of each limit
+			Logger:        slog.New(slog.DiscardHandler),
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+		m.Close() // the node goes away
+
+		fmt.Println(mode)
+		for range 3 {
+			res, err := lim.Allow(context.Background(), "user:42", hybrid.PerMinute(4))
+			if err != nil {
+				log.Fatal(err) // Redis errors never come here
+			}
+			fmt.Println(" ", res.Allowed, res.Source, res.RetryAfter > 0)
+		}
+		lim.Close()
+	}
+	// Output:
+	// Fallback
+	//   true fallback false
+	//   true fallback false
+	//   false fallback true
+	// FailOpen
+	//   true fail-open false
+	//   true fail-open false
+	//   true fail-open false
+	// FailClosed
+	//   false fail-closed true
+	//   false fail-closed true
+	//   false fail-closed true
+}
+
+// Nodes built by the caller: a Redis Cluster as one node of the ring (the
+// Limiter keeps a breaker per master and reloads the slot map after
+// failures), a Sentinel group, and a plain server with AUTH, each client
+// built with remote's bounded options (no retries, short timeouts). Every
+// instance must give the same names to the same nodes.
+func ExampleNode() {
+	cluster := redis.NewClusterClient(remote.BoundClusterOptions(&redis.ClusterOptions{
+		Addrs: []string{"10.0.1.1:7000", "10.0.1.2:7000", "10.0.1.3:7000"},
+	}))
+	sentinel := redis.NewFailoverClient(remote.BoundFailoverOptions(&redis.FailoverOptions{
+		MasterName:    "limits",
+		SentinelAddrs: []string{"10.0.2.1:26379", "10.0.2.2:26379", "10.0.2.3:26379"},
+	}))
+	single := redis.NewClient(remote.BoundOptions(&redis.Options{
+		Addr:     "10.0.3.1:6379",
+		Username: "limiter",
+		Password: "secret",
+	}))
+	lim, err := hybrid.New(hybrid.Config{Nodes: []hybrid.Node{
+		{Name: "cluster-a", Client: cluster},
+		{Name: "limits", Client: sentinel},
+		{Name: "single-1", Client: single},
+	}})
+	if err != nil {
+		log.Fatal(err) // ErrMisconfigured: a password, ACL or TLS refusal
+	}
+	defer lim.Close() // the Limiter does not close clients it did not build
+	defer cluster.Close()
+	defer sentinel.Close()
+	defer single.Close()
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/hybridlimit/hybridlimit/internal/redistest"
 )
 
-var memFlood = flag.Int("memflood", 50_000, "keys held by the bounds in TestMemoryPlateaus (README figures: 1000000, the defaults)")
+var memFlood = flag.Int("memflood", 50_000, "keys held by the bounds in TestMemoryPlateaus (the figures of docs/deployment.md: 1000000, the defaults)")
 
 // heap is the live heap after a collection.
 func heap() int64 {

@@ -3,6 +3,8 @@ package hybrid
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +17,9 @@ import (
 
 // minimalACL is the least a limiter's user needs: the scripts' commands on
 // the prefix's keys. functionsACL adds what running the code as a function
-// library takes (Redis 7), which costs Redis less per call. The README
-// quotes both; TestLeastPrivilegeACL keeps them true.
+// library takes (Redis 7), which costs Redis less per call.
+// docs/deployment.md quotes them (TestACLInDocs); TestLeastPrivilegeACL
+// keeps them true.
 const (
 	minimalACL   = "~rl:* +ping +evalsha +script|load +script|exists +time +get +set +del +pexpire +zadd +zcount +zrange +zrangebyscore +zrevrangebyscore +zrem +zremrangebyscore"
 	functionsACL = minimalACL + " +fcall +function|load"
@@ -98,6 +101,18 @@ func TestLeastPrivilegeACL(t *testing.T) {
 				t.Errorf("NodeStats.Functions = %v, want %v", got, tc.functions)
 			}
 		})
+	}
+}
+
+// TestACLInDocs: docs/deployment.md gives the ACL that TestLeastPrivilegeACL
+// runs with, word for word.
+func TestACLInDocs(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "deployment.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if line := "ACL SETUSER limiter on >password " + functionsACL; !strings.Contains(string(b), line+"\n") {
+		t.Errorf("docs/deployment.md does not give the line\n%s", line)
 	}
 }
 

@@ -35,6 +35,8 @@ type Stats struct {
 
 // NodeStats is one node's counters.
 type NodeStats struct {
+	// Name is the node's name on the ring: Node.Name, or the host:port
+	// (and /db) of an address in Config.Addrs.
 	Name string
 	// Calls is the number of round trips to the node; Errors how many of
 	// them failed (timeouts included). Batched is the number of requests
@@ -78,7 +80,7 @@ type NodeStats struct {
 type ShardStats struct {
 	Name    string // the master's address
 	Breaker string // "closed", "open" or "half-open"
-	Opened  int64
+	Opened  int64  // the times the breaker opened
 }
 
 // Stats returns a snapshot of the counters. It changes nothing: a breaker

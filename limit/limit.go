@@ -45,10 +45,18 @@ const (
 // starts full (the old state is dropped when it expires). A change of
 // algorithm starts afresh, named or not.
 type Limit struct {
+	// Algorithm decides how the units are counted; the zero value is
+	// TokenBucket.
 	Algorithm Algorithm
-	Rate      int64
-	Period    time.Duration
-	Burst     int64
+	// Rate is the units admitted per Period: 1 to MaxRate (MaxLogRate for
+	// SlidingWindowLog).
+	Rate int64
+	// Period is the time over which Rate units are admitted: a whole
+	// number of microseconds, at most MaxPeriod.
+	Period time.Duration
+	// Burst is the capacity of a TokenBucket or LeakyBucket, up to MaxRate;
+	// 0 means Rate. The window algorithms take 0 or Rate.
+	Burst int64
 	// Name is 0 to MaxNameLen bytes of UTF-8 without control characters.
 	Name string
 }

@@ -17,6 +17,7 @@ const DefaultNamespace = "hybridlimit"
 
 // HTTPSource is what the Collector reads from an httplimit.Middleware.
 type HTTPSource interface {
+	// Stats returns a snapshot of the middleware's counters.
 	Stats() httplimit.Stats
 }
 
@@ -24,6 +25,7 @@ var _ HTTPSource = (*httplimit.Middleware)(nil)
 
 // GRPCSource is what the Collector reads from a grpclimit.Interceptor.
 type GRPCSource interface {
+	// Stats returns a snapshot of the interceptors' counters.
 	Stats() grpclimit.Stats
 }
 

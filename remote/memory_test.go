@@ -16,7 +16,7 @@ import (
 	"github.com/hybridlimit/hybridlimit/limit"
 )
 
-var memKeys = flag.Int("memkeys", 100_000, "keys per algorithm in TestRedisBytesPerKey (the figures in README use 1000000)")
+var memKeys = flag.Int("memkeys", 100_000, "keys per algorithm in TestRedisBytesPerKey (the figures in docs/deployment.md use 1000000)")
 
 // TestRedisBytesPerKey prints the Redis memory one key costs for each
 // algorithm (INFO used_memory delta over -memkeys keys, one request each),

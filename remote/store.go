@@ -21,8 +21,14 @@ const MaxLimits = 16
 // *redis.ClusterClient and redis.UniversalClient have it (New refuses a
 // *redis.Ring).
 type Client interface {
+	// Scripter loads the scripts (SCRIPT EXISTS, SCRIPT LOAD) where the
+	// node has no functions.
 	redis.Scripter
+	// Pipelined sends several commands in one round trip: the requests of
+	// a batch on a Cluster, grouped by slot.
 	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+	// Process runs one command the Store builds itself: FCALL or EVALSHA,
+	// FUNCTION LOAD, CONFIG GET, DEL.
 	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
@@ -156,13 +162,16 @@ func (s *Store) Connect(ctx context.Context, n int) error {
 	return first
 }
 
-// Result is the outcome of one request. Binding is the index of the binding
-// limit in the request's limits. Err is set for a request that was not
-// sent (one not built by NewDecision or NewLease) or whose call failed.
+// Result is the outcome of one request.
 type Result struct {
+	// Decision is the answer for the binding limit.
 	limit.Decision
+	// Binding is the index of the binding limit in the request's limits.
 	Binding int
-	Err     error
+	// Err is set for a request that was not sent (one not built by
+	// NewDecision or NewLease) or whose call failed; the other fields then
+	// mean nothing.
+	Err error
 	// Granted and At are set for a lease: the units taken (Allowed is
 	// Granted > 0) and the server time of the lease, µs since the Unix
 	// epoch (GiveBack needs it).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproduces the client session of README.md's grpclimit section: a
+# Reproduces the client session of docs/grpc.md: a
 # redis-server and the example server on loopback ports, then the client
 # mode of the same command. Run from the repository root:
 #

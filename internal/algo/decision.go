@@ -8,11 +8,11 @@ import "time"
 // a caller's Decision in place without importing limit. See limit.Decision
 // for the meaning of each field.
 type Decision struct {
-	Allowed    bool
-	Remaining  int64
-	RetryAfter time.Duration
-	ResetAfter time.Duration
-	Delay      time.Duration
+	Allowed    bool          // limit.Decision.Allowed
+	Remaining  int64         // limit.Decision.Remaining
+	RetryAfter time.Duration // limit.Decision.RetryAfter
+	ResetAfter time.Duration // limit.Decision.ResetAfter
+	Delay      time.Duration // limit.Decision.Delay
 }
 
 // us converts microseconds to a Duration.

@@ -3,8 +3,8 @@
 // public pure decision), package local (the in-process store), package
 // remote (the algorithms' codes in its keys, a Spec's integers as its
 // scripts' arguments, and the differential tests of its Lua scripts),
-// package httplimit (a LeakyBucket's longest Delay) and the conformance
-// suite.
+// package internal/ruleset, through internal/limitspec (a LeakyBucket's
+// longest Delay, for httplimit and grpclimit) and the conformance suite.
 //
 // A limit is reduced to its [Spec]: a time quantum Q in microseconds, the
 // period P in quanta, the rate R and the capacity C, chosen so that every

@@ -9,7 +9,7 @@ const maxScaled = 1 << 50
 // package and the Lua scripts of package remote compute with it. Time is
 // counted in quanta of Q microseconds; the period is P quanta.
 type Spec struct {
-	Algorithm ID
+	Algorithm ID // the algorithm the transitions run
 	// Named reports whether the limit has a name, which the store compares
 	// itself.
 	Named bool

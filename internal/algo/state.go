@@ -28,6 +28,6 @@ type State struct {
 // Event is N units charged by SlidingWindowLog at time T (microseconds since
 // the Unix epoch).
 type Event struct {
-	T int64
-	N int64
+	T int64 // microseconds since the Unix epoch
+	N int64 // units charged at T
 }

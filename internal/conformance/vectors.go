@@ -17,30 +17,29 @@ var Base = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // Vector is a sequence of requests for one key against Limits, or, from
 // step i on, against Changes[i] when it is set: a limit that changes.
 type Vector struct {
-	Name    string
-	Limits  []limit.Limit
-	Steps   []Step
-	Changes map[int][]limit.Limit
+	Name    string                // the subtest's name, "Algorithm/case"; also the key
+	Limits  []limit.Limit         // the limits of every request
+	Steps   []Step                // the requests, in time order
+	Changes map[int][]limit.Limit // step index -> the limits from that step on
 }
 
 // Step is one request at Base+At, and what it must return.
 type Step struct {
-	At   time.Duration
-	Cost int64
-	Want Want
+	At   time.Duration // the request's instant, after Base
+	Cost int64         // the units asked for
+	Want Want          // the outcome every implementation must give
 }
 
-// Want is the expected outcome. Binding is the index of the binding limit;
-// Err, when set, is the sentinel the request must fail with (nothing
-// consumed).
+// Want is the expected outcome: limit.Decision's fields, the binding limit
+// and the error.
 type Want struct {
-	Allowed    bool
-	Remaining  int64
-	RetryAfter time.Duration
-	ResetAfter time.Duration
-	Delay      time.Duration
-	Binding    int
-	Err        error
+	Allowed    bool          // limit.Decision.Allowed
+	Remaining  int64         // limit.Decision.Remaining
+	RetryAfter time.Duration // limit.Decision.RetryAfter
+	ResetAfter time.Duration // limit.Decision.ResetAfter
+	Delay      time.Duration // limit.Decision.Delay
+	Binding    int           // the index of the binding limit
+	Err        error         // when set, the sentinel the request fails with (nothing consumed)
 }
 
 // Tolerance is how far a remote implementation's durations may be from the

@@ -17,7 +17,7 @@ import (
 // Restarting a member gives it a new, empty run directory, and so a new
 // cluster identity: kill, pause and resume members, do not restart them.
 type Cluster struct {
-	Masters  []*Server
+	Masters  []*Server   // the masters, each owning a range of slots
 	Replicas [][]*Server // Replicas[i] replicate Masters[i]
 }
 

@@ -19,8 +19,12 @@ import (
 // CertFiles are the PEM files of a private CA, a server certificate for
 // 127.0.0.1 and a client certificate, both signed by the CA.
 type CertFiles struct {
+	// CA is the CA's certificate; ServerCert and ServerKey the server's
+	// certificate and key; ClientCert and ClientKey the client's. Each is
+	// the path of a PEM file.
 	CA, ServerCert, ServerKey, ClientCert, ClientKey string
-	pool                                             *x509.CertPool
+
+	pool *x509.CertPool
 }
 
 // Pool is a pool holding the CA alone.

@@ -9,6 +9,8 @@ import (
 
 // Decision is a middleware's answer to a request.
 type Decision struct {
+	// Allowed reports whether the request may go on (after the Limiter's
+	// Delay, which the Engine holds).
 	Allowed bool
 	// Retry is, when denied, how long until the request would pass: the
 	// Limiter's RetryAfter; for a Delay above MaxDelay, the excess: the

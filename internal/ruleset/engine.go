@@ -177,15 +177,21 @@ func (e *Engine[M]) Refund(ctx context.Context, key string, rl *Compiled) {
 // Stats is a snapshot of an Engine's counters; the middlewares' Stats
 // types have its fields.
 type Stats struct {
+	// Reloads counts the rule sets put in force after New; ReloadErrors
+	// those refused as invalid.
 	Reloads, ReloadErrors int64
-	Rules                 []RuleStats
+	// Rules has one entry per rule in force, in order, Default last.
+	Rules []RuleStats
 }
 
 // RuleStats counts one rule's requests by outcome; the middlewares'
 // RuleStats types have its fields, in this order, so that they convert.
 type RuleStats struct {
-	Name                                           string
-	Shadow                                         bool
+	// Name and Shadow are the rule's.
+	Name   string
+	Shadow bool
+	// Allowed, Delayed, Denied, ShadowDenied and Errors count its
+	// requests by outcome (see httplimit.RuleStats).
 	Allowed, Delayed, Denied, ShadowDenied, Errors int64
 }
 

@@ -27,13 +27,21 @@ const MaxNameLen = 64
 // to it field by field, Pattern being httplimit's Route or grpclimit's
 // Method.
 type Rule struct {
-	Name     string
-	Pattern  string
-	Tier     string
-	Key      clientkey.Source
-	Limits   []hybrid.Limit
+	// Name identifies the rule in keys, headers, logs and metrics.
+	Name string
+	// Pattern is httplimit's Route or grpclimit's Method; empty matches
+	// everything.
+	Pattern string
+	// Tier restricts the rule to one tier; empty applies to every tier.
+	Tier string
+	// Key is the identities tried, in the fixed order api-key, user, ip.
+	Key clientkey.Source
+	// Limits are decided together, all or nothing.
+	Limits []hybrid.Limit
+	// MaxDelay is the longest a LeakyBucket request is held.
 	MaxDelay time.Duration
-	Shadow   bool
+	// Shadow decides and counts but never refuses.
+	Shadow bool
 	// PerMessage charges each message of a stream as well as its opening
 	// (grpclimit only; httplimit never sets it).
 	PerMessage bool
@@ -42,8 +50,8 @@ type Rule struct {
 // RuleSet is the set of rules in force; see the middlewares' RuleSet for
 // how a request is matched.
 type RuleSet struct {
-	Rules   []Rule
-	Default *Rule
+	Rules   []Rule // the rules with a Pattern or a Tier
+	Default *Rule  // the rule of requests no other matches; nil: none
 }
 
 // Normalized returns the rule with its defaults filled and Limits copied:
@@ -99,6 +107,7 @@ func (rs RuleSet) Equal(o RuleSet) bool {
 
 // Compiled is a rule in force. It is immutable but for its Counters.
 type Compiled struct {
+	// Rule is the rule, normalized (Rule.Normalized).
 	Rule
 	// KeyPrefix starts the rule's keys: the middleware's prefix, the
 	// rule's name and ":".
@@ -114,6 +123,8 @@ type Compiled struct {
 
 // Counters count one rule's outcomes. Each decision counts once.
 type Counters struct {
+	// Allowed, Delayed, Denied, ShadowDenied and Errors count the
+	// decisions by outcome, as RuleStats reports them.
 	Allowed, Delayed, Denied, ShadowDenied, Errors atomic.Int64
 
 	lastLog atomic.Int64 // UnixNano of the last sampled log line

@@ -20,8 +20,8 @@ const MaxFileSize = 1 << 20
 // File is the YAML form of a RuleSet, R being a middleware's rule entry:
 // FileRule inlined beside its own pattern field.
 type File[R any] struct {
-	Rules   []R `yaml:"rules"`
-	Default *R  `yaml:"default"`
+	Rules   []R `yaml:"rules"`   // RuleSet.Rules
+	Default *R  `yaml:"default"` // RuleSet.Default
 }
 
 // FileRule holds the fields of a rules file's entry that both middlewares
@@ -32,21 +32,21 @@ type File[R any] struct {
 //		Route            string `yaml:"route"`
 //	}
 type FileRule struct {
-	Name     string      `yaml:"name"`
-	Tier     string      `yaml:"tier"`
-	Key      any         `yaml:"key"` // a source or a list of them
-	Limits   []FileLimit `yaml:"limits"`
-	MaxDelay string      `yaml:"max_delay"`
-	Shadow   bool        `yaml:"shadow"`
+	Name     string      `yaml:"name"`      // Rule.Name
+	Tier     string      `yaml:"tier"`      // Rule.Tier
+	Key      any         `yaml:"key"`       // Rule.Key: a source or a list of them
+	Limits   []FileLimit `yaml:"limits"`    // Rule.Limits
+	MaxDelay string      `yaml:"max_delay"` // Rule.MaxDelay, a Go duration
+	Shadow   bool        `yaml:"shadow"`    // Rule.Shadow
 }
 
 // FileLimit is the YAML form of a limit.
 type FileLimit struct {
-	Name      string `yaml:"name"`
-	Algorithm string `yaml:"algorithm"`
-	Rate      int64  `yaml:"rate"`
-	Period    string `yaml:"period"`
-	Burst     int64  `yaml:"burst"`
+	Name      string `yaml:"name"`      // hybrid.Limit.Name
+	Algorithm string `yaml:"algorithm"` // "token-bucket" (the default), "leaky-bucket", ... or the Go name
+	Rate      int64  `yaml:"rate"`      // hybrid.Limit.Rate
+	Period    string `yaml:"period"`    // hybrid.Limit.Period, a Go duration
+	Burst     int64  `yaml:"burst"`     // hybrid.Limit.Burst
 }
 
 // Entry is a middleware's rule entry in a rules file.
