@@ -116,9 +116,43 @@ func TestRedisBytesPerKey(t *testing.T) {
 	}
 	perKey["redis_rate"] = float64(usedMemory(t, rdb)-before) / float64(n)
 
+	// The seed's rules, 100/min and 1000/hour: two keys per client, each
+	// written at its first request. A key lives until its bucket is full
+	// again, so each client spends its whole minute (100 units: both keys
+	// live at least a minute, longer than this test). redis_rate takes one
+	// call and one key per limit.
+	seed := []limit.Limit{limit.PerMinute(100), limit.PerHour(1000)}
+	flush(t, rdb)
+	before = usedMemory(t, rdb)
+	for i := 0; i < n; i += 64 {
+		m := min(64, n-i)
+		reqs, out := make([]Request, m), make([]Result, m)
+		for j := range m {
+			reqs[j] = req(keys[i+j], 100, seed)
+		}
+		if err := s.DecideMany(ctx, reqs, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := rdb.DBSize(ctx).Val(); got != 2*int64(n) {
+		t.Fatalf("seed rules: DBSIZE = %d, want %d", got, 2*n)
+	}
+	perClient := float64(usedMemory(t, rdb)-before) / float64(n)
+	flush(t, rdb)
+	before = usedMemory(t, rdb)
+	for j := range n {
+		for k, l := range seed {
+			if _, err := lim.AllowN(ctx, keys[j]+":"+strconv.Itoa(k), redis_rate.Limit{Rate: int(l.Rate), Burst: int(l.Rate), Period: l.Period}, 100); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	perClientRR := float64(usedMemory(t, rdb)-before) / float64(n)
+
 	for _, name := range []string{"TokenBucket", "LeakyBucket", "FixedWindow", "SlidingWindowLog", "SlidingWindowCounter", "floor", "redis_rate"} {
 		t.Logf("%-21s %6.1f B/key (%d keys)", name, perKey[name], n)
 	}
+	t.Logf("100/min+1000/hour     %6.1f B/client, redis_rate %.1f B/client (%d clients, two keys each)", perClient, perClientRR, n)
 	// The token bucket is one int-encoded value: Redis's floor for a key of
 	// its own with a TTL (129 B at a million keys; hash tables are emptier,
 	// so dearer per key, at fewer).
