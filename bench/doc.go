@@ -84,10 +84,14 @@
 //	zipf       Zipf (s = -zipf, 1.1) over -keys keys (1,000,000); default limit 1000/s per key
 //	uniform    -keys keys (100,000) picked uniformly; default limit 1000000/m per key
 //
-// -limit replaces the limit of every workload at once. In -sweep lease the
-// hot key's default limit is 1000000/s instead, below what the load asks
-// of it, so that lease size matters and accuracy can be read; in -fault
-// the hot keys keep 1000000000/s and the zipf keys 1000/s.
+// -limit replaces the limits of every workload at once: one limit, or
+// several joined by '+' (-limit 100/m+1000/h), every request charged
+// against all of them (see Systems); -algorithm applies to each. A list
+// hybrid refuses (a limit given twice, more than hybrid.MaxLimits) is a
+// usage error, with hybrid's message. In -sweep lease the hot key's
+// default limit is 1000000/s instead, below what the load asks of it, so
+// that lease size matters and accuracy can be read; in -fault the hot
+// keys keep 1000000000/s and the zipf keys 1000/s.
 //
 // # Systems
 //
@@ -98,14 +102,24 @@
 //     (Config.Nodes, each instance with clients of its own built by
 //     remote.NewClient, Prefix "hlb:", Lease.MaxFraction from
 //     -lease-fraction, every other setting its default), as that many
-//     service instances would be; requests go to them round-robin.
-//   - redis_rate: one redis_rate.Limiter per node client, every decision
-//     one script call. Keys go to nodes by hash/maphash of the key modulo
-//     the node count, not by hybrid's consistent-hash ring: the node of a
-//     given key may differ, but the load per node is the same for the
-//     same key mix. redis_rate has one algorithm, GCRA (a token bucket):
-//     it runs with the limit's rate, period and capacity whatever
-//     -algorithm says.
+//     service instances would be; requests go to them round-robin. Each
+//     request is one AllowN(ctx, key, 1, limits...) against all the
+//     workload's limits at once, all or nothing.
+//   - redis_rate: one redis_rate.Limiter per node client, one script call
+//     per limit. redis_rate has no call that takes several limits, so a
+//     request with several is asked as its user would ask it: one Allow
+//     per limit, in -limit's order, each on a key of its own (the key, a
+//     colon and the limit: "<key>:100/m"; with one limit the key alone),
+//     stopping at the first denial. The limits before the one that denied
+//     stay charged: redis_rate cannot give back what an Allow took, so a
+//     denied request still spends, say, a minute's allowance, and
+//     redis_rate may admit less than an all-or-nothing limiter would.
+//     Keys go to nodes by hash/maphash of the key (a request's keys, one
+//     per limit, to the node of the key) modulo the node count, not by
+//     hybrid's consistent-hash ring: the node of a given key may differ,
+//     but the load per node is the same for the same key mix. redis_rate
+//     has one algorithm, GCRA (a token bucket): it runs with each limit's
+//     rate, period and capacity whatever -algorithm says.
 //
 // The systems are built afresh for each run on emptied nodes, so every
 // bucket starts full and no local cache is warm. A run ends after
@@ -119,7 +133,9 @@
 //     log-linear histogram (within about 9%).
 //   - redis calls/decision: round trips to Redis per decision. For
 //     hybridlimit, the sum over instances of the change in
-//     Stats().Nodes[].Calls; for redis_rate 1 (one script call each).
+//     Stats().Nodes[].Calls; for redis_rate the Allow calls (one script
+//     call each): 1 with one limit, with several one per limit asked, up
+//     to the first denial.
 //   - admitted/ideal: decisions admitted, as a percentage of the most an
 //     exact limiter could have admitted: the sum over keys of
 //     min(requests for the key, its capacity over the run), where the
@@ -127,9 +143,10 @@
 //     limit of rate R per period P with capacity C: C + R·T/P for
 //     token-bucket and leaky-bucket (and redis_rate), R + R·T/P for
 //     sliding-window-counter, R × the windows of Unix time the run touches
-//     for fixed-window, R × (⌊T/P⌋ + 1) for sliding-window-log. Above 100%
-//     the limit was overrun; below, requests were refused that an exact
-//     limiter could have admitted.
+//     for fixed-window, R × (⌊T/P⌋ + 1) for sliding-window-log; with
+//     several limits, the least of their capacities. Above 100% a limit
+//     was overrun; below, requests were refused that an exact limiter
+//     could have admitted.
 //   - sources: what decided, as shares of decisions (Result.Source:
 //     "remote 93% deny-cache 7%"); for redis_rate always "remote 100%".
 //
@@ -357,8 +374,10 @@
 //	-keys N               key-space size of zipf and uniform, in [2, 10000000]
 //	                      (default 1000000 for zipf, 100000 for uniform)
 //	-zipf S               exponent of the Zipf distribution, > 1 (default 1.1)
-//	-limit R/P            the per-key limit of every workload: 10000/s, 1000/m,
-//	                      100/h, 50/250ms (default per workload, see Workloads)
+//	-limit R/P[+R/P...]   the per-key limits of every workload: 10000/s, 1000/m,
+//	                      100/h, 50/250ms; several joined by +, each request
+//	                      charged against all: 100/m+1000/h (default per
+//	                      workload, see Workloads)
 //	-algorithm A          token-bucket (default), leaky-bucket, fixed-window,
 //	                      sliding-window-log (rate at most 10000: give -limit),
 //	                      sliding-window-counter
@@ -408,7 +427,8 @@
 //	system                      string          "hybridlimit" or "redis_rate"
 //	nodes                       string          "redis-server 7.0.15", "miniredis", ...
 //	algorithm                   string          -algorithm's name; "gcra" for redis_rate
-//	limit                       string          the per-key limit, as -limit takes it: "1000/s"
+//	limit                       string          the per-key limits, as -limit takes them:
+//	                                            "1000/s", "100/m+1000/h"
 //	keys                        integer         key-space size
 //	instances                   integer         hybrid.Limiter instances; 1 for redis_rate
 //	concurrency                 integer         goroutines
@@ -542,7 +562,8 @@
 //	nodes                       string          "redis-server 7.0.15", "miniredis", ...
 //	algorithm                   string          -algorithm's name; "gcra" for redis_rate;
 //	                                            "-" for the generator
-//	limit                       string          the per-key limit, "1000/s"; "-" for the
+//	limit                       string          the per-key limits, as -limit takes them:
+//	                                            "1000/s", "100/m+1000/h"; "-" for the
 //	                                            generator
 //	keys                        integer         key-space size
 //	instances                   integer         hybrid.Limiter instances; 1 for redis_rate,

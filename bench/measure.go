@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -128,10 +129,10 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 				var err error
 				if i%8 == 0 {
 					t0 := time.Now()
-					ok, src, err = sys.allow(ctx, g, i, w.keys[k], w.limit)
+					ok, src, err = sys.allow(ctx, g, i, w.keys[k], w.limits)
 					t.latency.add(time.Since(t0))
 				} else {
-					ok, src, err = sys.allow(ctx, g, i, w.keys[k], w.limit)
+					ok, src, err = sys.allow(ctx, g, i, w.keys[k], w.limits)
 				}
 				t.decisions++
 				if oneKey {
@@ -186,7 +187,7 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 
 	res = result{
 		Type: "result", Mode: s.mode, Workload: w.name, System: sysName, Nodes: e.cl.kind,
-		Algorithm: algorithmName(w.limit.Algorithm), Limit: formatLimit(w.limit), Keys: len(w.keys),
+		Algorithm: algorithmName(w.limits[0].Algorithm), Limit: formatLimits(w.limits), Keys: len(w.keys),
 		Instances: s.instances, Concurrency: s.concurrency, LeaseFraction: fraction,
 		Seconds: elapsed.Seconds(), Sources: map[string]int64{},
 	}
@@ -233,9 +234,12 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 		us := float64((redis1 - redis0).Microseconds()) / float64(res.Decisions)
 		res.RedisCPUus = &us
 	}
-	enforced := w.limit
+	enforced := w.limits
 	if sysName == sysRedisRate {
-		enforced.Algorithm = hybrid.TokenBucket // GCRA admits what a token bucket does
+		enforced = slices.Clone(enforced)
+		for i := range enforced {
+			enforced[i].Algorithm = hybrid.TokenBucket // GCRA admits what a token bucket does
+		}
 	}
 	res.Ideal = ideal(enforced, perKey, start, elapsed)
 	if res.Ideal > 0 {
@@ -253,14 +257,26 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 
 // ideal is what one exact limiter would at most have admitted in
 // [start, start+elapsed]: the sum over keys of min(requests for the key,
-// keyCapacity), every key starting with no use.
-func ideal(l hybrid.Limit, perKey map[int]int64, start time.Time, elapsed time.Duration) float64 {
-	c := keyCapacity(l, start, elapsed)
+// limitsCapacity), every key starting with no use.
+func ideal(limits []hybrid.Limit, perKey map[int]int64, start time.Time, elapsed time.Duration) float64 {
+	c := limitsCapacity(limits, start, elapsed)
 	var sum float64
 	for _, n := range perKey {
 		sum += math.Min(float64(n), c)
 	}
 	return sum
+}
+
+// limitsCapacity is the most an exact limiter admits for one key in
+// [start, start+elapsed] under all of limits at once: the least of their
+// keyCapacity, each a bound (a request charged against several limits
+// passes only where every one admits it).
+func limitsCapacity(limits []hybrid.Limit, start time.Time, elapsed time.Duration) float64 {
+	c := math.Inf(1)
+	for _, l := range limits {
+		c = math.Min(c, keyCapacity(l, start, elapsed))
+	}
+	return c
 }
 
 // keyCapacity is the most an exact limiter admits for one key in

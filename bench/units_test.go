@@ -69,7 +69,7 @@ func TestKeyCapacity(t *testing.T) {
 		}
 	}
 	perKey := map[int]int64{0: 1000, 1: 5, 2: 320}
-	if got := ideal(hybrid.PerSecond(100), perKey, start, elapsed); math.Abs(got-645) > 1e-6 {
+	if got := ideal([]hybrid.Limit{hybrid.PerSecond(100)}, perKey, start, elapsed); math.Abs(got-645) > 1e-6 {
 		t.Errorf("ideal = %v, want 320 + 5 + 320", got)
 	}
 }

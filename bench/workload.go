@@ -43,19 +43,21 @@ func ownPatterns() []string {
 	return []string{hybridPrefix + "{" + keyPrefix() + "*", "rate:" + keyPrefix() + "*"}
 }
 
-// workload is a key mix and the limit every key gets.
+// workload is a key mix and the limits every key gets: each request is
+// charged against all of them (see system).
 type workload struct {
-	name  string
-	limit hybrid.Limit
-	keys  []string // the key space; requests pick an index into it
-	zipf  bool     // pick Zipf-distributed indexes, else uniform ones
-	s     float64  // the Zipf exponent
+	name   string
+	limits []hybrid.Limit // one or more, in -limit's order
+	keys   []string       // the key space; requests pick an index into it
+	zipf   bool           // pick Zipf-distributed indexes, else uniform ones
+	s      float64        // the Zipf exponent
 }
 
 // workloadNames lists the workloads in the order they run.
 func workloadNames() []string { return []string{"hot", "overlimit", "zipf", "uniform"} }
 
-// defaultLimit is the limit of a workload when -limit is not given:
+// defaultLimits are the limits of a workload when -limit is not given,
+// one each:
 //   - hot: PerSecond(1e9), a key well within its limit: every decision is
 //     an admission, the cost of a decision on a hot key; with -sweep,
 //     PerSecond(1e6), which the load exceeds, so that the lease size
@@ -67,30 +69,34 @@ func workloadNames() []string { return []string{"hot", "overlimit", "zipf", "uni
 //   - zipf: PerSecond(1000) per key: a few hot keys over their limit, a
 //     long cold tail;
 //   - uniform: PerMinute(1e6) per key: every key cold, nothing denied.
-func defaultLimit(name, mode string) hybrid.Limit {
+func defaultLimits(name, mode string) []hybrid.Limit {
 	switch name {
 	case "hot":
 		if mode == modeSweep {
-			return hybrid.PerSecond(1_000_000)
+			return []hybrid.Limit{hybrid.PerSecond(1_000_000)}
 		}
-		return hybrid.PerSecond(1_000_000_000)
+		return []hybrid.Limit{hybrid.PerSecond(1_000_000_000)}
 	case "overlimit":
-		return hybrid.PerSecond(10_000)
+		return []hybrid.Limit{hybrid.PerSecond(10_000)}
 	case "zipf":
-		return hybrid.PerSecond(1000)
+		return []hybrid.Limit{hybrid.PerSecond(1000)}
 	default:
-		return hybrid.PerMinute(1_000_000)
+		return []hybrid.Limit{hybrid.PerMinute(1_000_000)}
 	}
 }
 
-// workloadLimit is the limit the named workload runs with: -limit or the
-// default, with -algorithm.
-func (s settings) workloadLimit(name string) hybrid.Limit {
-	l := s.limit
-	if l.Rate == 0 {
-		l = defaultLimit(name, s.mode)
+// workloadLimits are the limits the named workload runs with: -limit's
+// or the defaults, each with -algorithm.
+func (s settings) workloadLimits(name string) []hybrid.Limit {
+	from := s.limits
+	if from == nil {
+		from = defaultLimits(name, s.mode)
 	}
-	return hybrid.Limit{Algorithm: s.algorithm, Rate: l.Rate, Period: l.Period}
+	out := make([]hybrid.Limit, len(from))
+	for i, l := range from {
+		out[i] = hybrid.Limit{Algorithm: s.algorithm, Rate: l.Rate, Period: l.Period}
+	}
+	return out
 }
 
 // keyCount is the key-space size of the named workload.
@@ -114,7 +120,7 @@ func (s settings) keyCount(name string) int {
 // newWorkload returns the workload of that name, one of workloadNames,
 // with the limit and key space the settings give it.
 func newWorkload(name string, s settings) workload {
-	w := workload{name: name, limit: s.workloadLimit(name), s: s.zipfS}
+	w := workload{name: name, limits: s.workloadLimits(name), s: s.zipfS}
 	switch name {
 	case "hot":
 		w.keys = []string{keyPrefix() + "hot"}
