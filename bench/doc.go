@@ -77,12 +77,28 @@
 //
 // # Workloads
 //
-// The workloads are those of hybrid/bench_test.go:
+// The workloads are those of hybrid/bench_test.go, and the seed's:
 //
 //	hot        one key within its limit; default limit 1000000000/s
 //	overlimit  one key far over a fast limit; default limit 10000/s
 //	zipf       Zipf (s = -zipf, 1.1) over -keys keys (1,000,000); default limit 1000/s per key
 //	uniform    -keys keys (100,000) picked uniformly; default limit 1000000/m per key
+//	seed       Zipf (s = -zipf, 1.1) over -keys keys (10,000,000); default limits
+//	           100/m+1000/h per key; not in -workload all
+//
+// seed is the workload of the seed's service (issue 14): 10 M clients of
+// Zipf-like popularity, each under 100 requests a minute and 1000 an
+// hour, so that its CPU per decision can be read for a capacity plan
+// (500 K requests/s over those clients). It runs only when named, in the
+// comparison (go run ./bench -workload seed) and in -sweep load (-sweep
+// load -workload seed), and, like the others, takes -keys, -zipf, -limit
+// and -algorithm. Its keys are made from their index for each request
+// ("hlbench:<run id>:s:<i>", one allocation of 25 bytes, about 45 ns
+// more than a key held in memory: BenchmarkKey), the same for both
+// systems, rather than held, as zipf and uniform hold theirs: 10 M keys
+// would take 0.5 GB. Each goroutine counts its requests per key for
+// admitted/ideal in a map of at most 4096 keys, added to a count per key
+// of the run (4 bytes a key, 40 MB for 10 M) when full.
 //
 // -limit replaces the limits of every workload at once: one limit, or
 // several joined by '+' (-limit 100/m+1000/h), every request charged
@@ -368,11 +384,12 @@
 //	-duration D           per workload and system (default 3s); per point with -sweep
 //	                      lease and per step with -sweep load (default 2s); the
 //	                      whole timeline with -fault (default 12s)
-//	-workload W           hot, overlimit, zipf, uniform or all (default all; with
-//	                      -sweep lease hot and zipf, with -sweep load zipf and
-//	                      uniform); not with -fault
-//	-keys N               key-space size of zipf and uniform, in [2, 10000000]
-//	                      (default 1000000 for zipf, 100000 for uniform)
+//	-workload W           hot, overlimit, zipf, uniform, seed or all: every one but
+//	                      seed (default all; with -sweep lease hot and zipf, with
+//	                      -sweep load zipf and uniform); not with -fault
+//	-keys N               key-space size of zipf, uniform and seed, in [2, 10000000]
+//	                      (default 1000000 for zipf, 100000 for uniform, 10000000
+//	                      for seed)
 //	-zipf S               exponent of the Zipf distribution, > 1 (default 1.1)
 //	-limit R/P[+R/P...]   the per-key limits of every workload: 10000/s, 1000/m,
 //	                      100/h, 50/250ms; several joined by +, each request
@@ -423,7 +440,8 @@
 //
 //	type                        string          "result"
 //	mode                        string          "compare" (default) or "sweep"
-//	workload                    string          "hot", "overlimit", "zipf" or "uniform"
+//	workload                    string          "hot", "overlimit", "zipf", "uniform" or
+//	                                            "seed"
 //	system                      string          "hybridlimit" or "redis_rate"
 //	nodes                       string          "redis-server 7.0.15", "miniredis", ...
 //	algorithm                   string          -algorithm's name; "gcra" for redis_rate
@@ -555,7 +573,8 @@
 // is judged (so the systems' rows of a step come in turn):
 //
 //	type                        string          "load"
-//	workload                    string          "hot", "overlimit", "zipf" or "uniform"
+//	workload                    string          "hot", "overlimit", "zipf", "uniform" or
+//	                                            "seed"
 //	system                      string          "hybridlimit", "redis_rate" or "generator"
 //	                                            (the generator alone, calls answered at
 //	                                            once by no one)

@@ -311,9 +311,9 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 			owned = append(owned, strings.TrimPrefix(k, keyPrefix()))
 		}
 	}
-	victimZipf := make([]bool, len(zipfW.keys))
-	for i, k := range zipfW.keys {
-		victimZipf[i] = owner(k) == victim
+	victimZipf := make([]bool, zipfW.keys.len())
+	for i := range victimZipf {
+		victimZipf[i] = owner(zipfW.keys.key(i)) == victim
 	}
 	e.prog.describe("-fault " + s.fault + " " + victimName)
 
@@ -369,7 +369,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 				key, ls, mine := hot[k], hotLimits, victimHot[k]
 				if p != nil {
 					k = p.next()
-					key, ls, mine = zipfW.keys[k], zipfLimits, victimZipf[k]
+					key, ls, mine = zipfW.keys.key(k), zipfLimits, victimZipf[k]
 				}
 				row := &rows[g][cur.Load()]
 				lim := h.lims[(g+i)%len(h.lims)]

@@ -34,7 +34,7 @@ const (
 	compareDuration = 3 * time.Second  // per workload and system
 	sweepDuration   = 2 * time.Second  // per point of the sweep
 	faultDuration   = 12 * time.Second // the whole timeline
-	maxKeys         = 10_000_000       // -keys: the key space is held in memory
+	maxKeys         = 10_000_000       // -keys: zipf and uniform hold their keys in memory
 	maxIntervals    = 300              // -fault: -duration / -interval
 	minInterval     = 10 * time.Millisecond
 )
@@ -78,7 +78,7 @@ type settings struct {
 	instances     int
 	concurrency   int
 	workloads     []string
-	keys          int            // key-space size for zipf and uniform; 0: their defaults
+	keys          int            // key-space size for zipf, uniform and seed; 0: their defaults
 	zipfS         float64        // exponent of the Zipf distribution, > 1
 	limits        []hybrid.Limit // the per-key limits of -limit; nil: per-workload defaults
 	algorithm     hybrid.Algorithm
@@ -100,15 +100,15 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	// flag; bench prints one line instead, and the usage for -h only.
 	fs.SetOutput(io.Discard)
 	var s settings
-	names := workloadNames()
+	names := knownWorkloads()
 	fs.DurationVar(&s.duration, "duration", compareDuration,
 		"how long each run lasts: per workload and system; per point with -sweep lease and per step with -sweep load, where the default is 2s; the whole timeline with -fault, where it is 12s")
 	fs.IntVar(&s.instances, "instances", 4, "hybrid.Limiter instances over the same nodes, the load spread over them")
 	fs.IntVar(&s.concurrency, "concurrency", 64, "goroutines sending requests, in total (with -sweep load, the workers that make the calls; default 512)")
-	workload := fs.String("workload", "all", "workload to run: "+strings.Join(names, ", ")+" or all (with -sweep lease the default is hot and zipf, with -sweep load zipf and uniform)")
-	fs.IntVar(&s.keys, "keys", 0, "key-space size of the zipf and uniform workloads (default 1000000 for zipf, 100000 for uniform)")
+	workload := fs.String("workload", "all", "workload to run: "+strings.Join(names, ", ")+" or all, which is all but seed (with -sweep lease the default is hot and zipf, with -sweep load zipf and uniform); seed is the seed's service: Zipf over 10000000 clients, each under 100/m+1000/h")
+	fs.IntVar(&s.keys, "keys", 0, "key-space size of the zipf, uniform and seed workloads (default 1000000 for zipf, 100000 for uniform, 10000000 for seed)")
 	fs.Float64Var(&s.zipfS, "zipf", zipfS, "exponent s of the Zipf distribution, > 1")
-	limitFlag := fs.String("limit", "", "the per-key `limits` of every workload, as rate/period: 10000/s, 1000/m, 100/h, 50/250ms; several joined by +, every request charged against all of them: 100/m+1000/h (default per workload: hot 1000000000/s, overlimit 10000/s, zipf 1000/s, uniform 1000000/m; with -sweep, hot 1000000/s)")
+	limitFlag := fs.String("limit", "", "the per-key `limits` of every workload, as rate/period: 10000/s, 1000/m, 100/h, 50/250ms; several joined by +, every request charged against all of them: 100/m+1000/h (default per workload: hot 1000000000/s, overlimit 10000/s, zipf 1000/s, uniform 1000000/m, seed 100/m+1000/h; with -sweep, hot 1000000/s)")
 	algFlag := fs.String("algorithm", "token-bucket", "algorithm of the limit: token-bucket, leaky-bucket, fixed-window, sliding-window-log or sliding-window-counter")
 	fs.Float64Var(&s.leaseFraction, "lease-fraction", 0.01, "hybrid Lease.MaxFraction: the largest lease as a fraction of the limit, in [0, 1]; 0 turns leases off")
 	sweep := fs.String("sweep", "", "`lease|load` lease: run hot and zipf for a range of -lease-fraction values and write lease-sweep.svg; load: offer Poisson arrivals at rising rates, open loop, and write latency-throughput.svg")
@@ -226,7 +226,7 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 		// a generator on a few cores offers: they run when asked for.
 		s.workloads = []string{"zipf", "uniform"}
 	case *workload == "all":
-		s.workloads = names
+		s.workloads = workloadNames()
 	case slices.Contains(names, *workload):
 		s.workloads = []string{*workload}
 	default:

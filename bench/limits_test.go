@@ -110,7 +110,7 @@ func TestLimitsCapacity(t *testing.T) {
 			t.Errorf("limitsCapacity(%v, %v) = %v, want %v", tt.limits, tt.elapsed, got, tt.want)
 		}
 	}
-	perKey := map[int]int64{0: 1000, 1: 5}
+	perKey := []uint32{1000, 5}
 	limits := []hybrid.Limit{hybrid.PerSecond(5), hybrid.PerMinute(8)}
 	if got := ideal(limits, perKey, start, time.Second); !near(got, 8+8.0/60+5) {
 		t.Errorf("ideal(%v, %v, 1s) = %v, want 8.13 + 5", limits, perKey, got)
@@ -132,7 +132,7 @@ func TestSeveralLimitsPerKey(t *testing.T) {
 	const goroutines = 4
 	e := &env{s: settings{instances: 2, concurrency: goroutines}, cl: cl, log: slog.New(slog.DiscardHandler)}
 	limits := []hybrid.Limit{hybrid.PerSecond(5), hybrid.PerMinute(8)}
-	keys := keySpace("several:", 3)
+	keys := keyList("several:", 3)
 	for _, d := range []time.Duration{200 * time.Millisecond, time.Second} {
 		for _, name := range systemNames {
 			t.Run(fmt.Sprintf("%s/%v", name, d), func(t *testing.T) {

@@ -24,6 +24,12 @@ const maxDecisions = 1 << 30
 // moves the progress bar.
 const sampleEvery = 20 * time.Millisecond
 
+// perKeyFlush bounds a goroutine's own counts of requests per key: with
+// counts for that many keys it adds them to the run's (keyCounts) and
+// starts afresh, so that its memory is bounded whatever the key space
+// and the length of the run.
+const perKeyFlush = 1 << 12
+
 // numSources is the number of hybrid Sources, SourceRemote to
 // SourceFailClosed.
 const numSources = int(hybrid.SourceFailClosed) + 1
@@ -76,9 +82,36 @@ type tally struct {
 	decisions, admitted, errors int64
 	firstErr                    error
 	sources                     [numSources]int64
-	perKey                      map[int]int64 // requests per key index
+	perKey                      map[int]int64 // requests per key index, up to perKeyFlush keys
 	oneKey                      int64         // requests, when the key space is one key
 	latency                     hist
+}
+
+// keyCounts is the requests per key index of a run, summed over its
+// goroutines: a count per key of the key space, uint32 since a run makes
+// at most maxDecisions < 2^32. It is safe for concurrent use.
+type keyCounts struct {
+	mu sync.Mutex
+	n  []uint32
+}
+
+// add adds one goroutine's counts, and clears them.
+func (c *keyCounts) add(perKey map[int]int64) {
+	c.mu.Lock()
+	for k, n := range perKey {
+		c.n[k] += uint32(n)
+	}
+	c.mu.Unlock()
+	clear(perKey)
+}
+
+// countKey counts a request for the key of index k, adding the
+// goroutine's counts to the run's when they hold perKeyFlush keys.
+func (t *tally) countKey(k int, counts *keyCounts) {
+	t.perKey[k]++
+	if len(t.perKey) >= perKeyFlush {
+		counts.add(t.perKey)
+	}
 }
 
 // measure runs w against one system (sysHybrid with Lease.MaxFraction
@@ -102,7 +135,8 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	calls0 := sys.calls()
 	perG := max(1, maxDecisions/s.concurrency)
 	tallies := make([]tally, s.concurrency)
-	oneKey := len(w.keys) == 1 // count without a map on the hot path
+	counts := &keyCounts{n: make([]uint32, w.keys.len())}
+	oneKey := w.keys.len() == 1 // count without a map on the hot path
 	redis0, redisOK := e.redisCPU(ctx)
 	runCtx, cancel := context.WithTimeout(ctx, s.duration)
 	defer cancel()
@@ -129,16 +163,16 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 				var err error
 				if i%8 == 0 {
 					t0 := time.Now()
-					ok, src, err = sys.allow(ctx, g, i, w.keys[k], w.limits)
+					ok, src, err = sys.allow(ctx, g, i, w.keys.key(k), w.limits)
 					t.latency.add(time.Since(t0))
 				} else {
-					ok, src, err = sys.allow(ctx, g, i, w.keys[k], w.limits)
+					ok, src, err = sys.allow(ctx, g, i, w.keys.key(k), w.limits)
 				}
 				t.decisions++
 				if oneKey {
 					t.oneKey++
 				} else {
-					t.perKey[k]++
+					t.countKey(k, counts)
 				}
 				if err != nil {
 					if t.errors == 0 {
@@ -187,7 +221,7 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 
 	res = result{
 		Type: "result", Mode: s.mode, Workload: w.name, System: sysName, Nodes: e.cl.kind,
-		Algorithm: algorithmName(w.limits[0].Algorithm), Limit: formatLimits(w.limits), Keys: len(w.keys),
+		Algorithm: algorithmName(w.limits[0].Algorithm), Limit: formatLimits(w.limits), Keys: w.keys.len(),
 		Instances: s.instances, Concurrency: s.concurrency, LeaseFraction: fraction,
 		Seconds: elapsed.Seconds(), Sources: map[string]int64{},
 	}
@@ -195,7 +229,6 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 		res.Instances = 1
 		res.Algorithm = "gcra"
 	}
-	perKey := map[int]int64{}
 	var lat hist
 	var firstErr error
 	for i := range tallies {
@@ -206,12 +239,8 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 		if firstErr == nil {
 			firstErr = t.firstErr
 		}
-		for k, n := range t.perKey {
-			perKey[k] += n
-		}
-		if t.oneKey > 0 {
-			perKey[0] += t.oneKey
-		}
+		counts.add(t.perKey)
+		counts.n[0] += uint32(t.oneKey)
 		for src, n := range t.sources {
 			if n > 0 {
 				res.Sources[hybrid.Source(src).String()] += n
@@ -241,7 +270,7 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 			enforced[i].Algorithm = hybrid.TokenBucket // GCRA admits what a token bucket does
 		}
 	}
-	res.Ideal = ideal(enforced, perKey, start, elapsed)
+	res.Ideal = ideal(enforced, counts.n, start, elapsed)
 	if res.Ideal > 0 {
 		res.AdmittedPctOfIdeal = 100 * float64(res.Admitted) / res.Ideal
 	}
@@ -258,7 +287,7 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 // ideal is what one exact limiter would at most have admitted in
 // [start, start+elapsed]: the sum over keys of min(requests for the key,
 // limitsCapacity), every key starting with no use.
-func ideal(limits []hybrid.Limit, perKey map[int]int64, start time.Time, elapsed time.Duration) float64 {
+func ideal(limits []hybrid.Limit, perKey []uint32, start time.Time, elapsed time.Duration) float64 {
 	c := limitsCapacity(limits, start, elapsed)
 	var sum float64
 	for _, n := range perKey {

@@ -146,7 +146,7 @@ func offer(ctx context.Context, sys system, w workload, c stepConfig) *stepStats
 					mu.Unlock()
 					continue
 				}
-				allowed, src, err := sys.allow(ctx, g, i, w.keys[p.next()], w.limits)
+				allowed, src, err := sys.allow(ctx, g, i, w.keys.key(p.next()), w.limits)
 				end := time.Since(start)
 				mu.Lock()
 				record(st.latency, end-due)

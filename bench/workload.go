@@ -11,12 +11,19 @@ import (
 	"github.com/hybridlimit/hybridlimit/hybrid"
 )
 
-// Key spaces of the zipf and uniform workloads, as in hybrid/bench_test.go.
+// Key spaces of the zipf and uniform workloads, as in hybrid/bench_test.go,
+// and of the seed workload: the 10 M clients of the seed's service.
 const (
 	zipfKeyCount    = 1_000_000
 	zipfS           = 1.1
 	uniformKeyCount = 100_000
+	seedKeyCount    = 10_000_000
 )
+
+// seedWorkload names the workload of the seed's service (issue 14): Zipf
+// over 10 M clients, each under 100/m and 1000/h. It runs when named, not
+// with -workload all.
+const seedWorkload = "seed"
 
 // hybridPrefix starts the Redis keys of the hybridlimit side (its
 // Config.Prefix). redis_rate puts "rate:" before the user key.
@@ -48,13 +55,18 @@ func ownPatterns() []string {
 type workload struct {
 	name   string
 	limits []hybrid.Limit // one or more, in -limit's order
-	keys   []string       // the key space; requests pick an index into it
+	keys   keySpace       // requests pick an index into it
 	zipf   bool           // pick Zipf-distributed indexes, else uniform ones
 	s      float64        // the Zipf exponent
 }
 
-// workloadNames lists the workloads in the order they run.
+// workloadNames lists the workloads of -workload all, in the order they
+// run.
 func workloadNames() []string { return []string{"hot", "overlimit", "zipf", "uniform"} }
+
+// knownWorkloads lists every workload -workload names: those of all, then
+// the seed's.
+func knownWorkloads() []string { return append(workloadNames(), seedWorkload) }
 
 // defaultLimits are the limits of a workload when -limit is not given,
 // one each:
@@ -68,7 +80,10 @@ func workloadNames() []string { return []string{"hot", "overlimit", "zipf", "uni
 //     one's refill must be taken as it comes);
 //   - zipf: PerSecond(1000) per key: a few hot keys over their limit, a
 //     long cold tail;
-//   - uniform: PerMinute(1e6) per key: every key cold, nothing denied.
+//   - uniform: PerMinute(1e6) per key: every key cold, nothing denied;
+//
+// and two for seed, PerMinute(100) and PerHour(1000): the seed's rules,
+// every request charged against both.
 func defaultLimits(name, mode string) []hybrid.Limit {
 	switch name {
 	case "hot":
@@ -80,6 +95,8 @@ func defaultLimits(name, mode string) []hybrid.Limit {
 		return []hybrid.Limit{hybrid.PerSecond(10_000)}
 	case "zipf":
 		return []hybrid.Limit{hybrid.PerSecond(1000)}
+	case seedWorkload:
+		return []hybrid.Limit{hybrid.PerMinute(100), hybrid.PerHour(1000)}
 	default:
 		return []hybrid.Limit{hybrid.PerMinute(1_000_000)}
 	}
@@ -109,6 +126,11 @@ func (s settings) keyCount(name string) int {
 			return s.keys
 		}
 		return zipfKeyCount
+	case seedWorkload:
+		if s.keys > 0 {
+			return s.keys
+		}
+		return seedKeyCount
 	default:
 		if s.keys > 0 {
 			return s.keys
@@ -117,37 +139,84 @@ func (s settings) keyCount(name string) int {
 	}
 }
 
-// newWorkload returns the workload of that name, one of workloadNames,
-// with the limit and key space the settings give it.
+// newWorkload returns the workload of that name, one of knownWorkloads,
+// with the limits and key space the settings give it.
 func newWorkload(name string, s settings) workload {
 	w := workload{name: name, limits: s.workloadLimits(name), s: s.zipfS}
 	switch name {
 	case "hot":
-		w.keys = []string{keyPrefix() + "hot"}
+		w.keys = oneKey("hot")
 	case "overlimit":
-		w.keys = []string{keyPrefix() + "abuser"}
+		w.keys = oneKey("abuser")
 	case "zipf":
-		w.keys = keySpace("z:", s.keyCount(name))
+		w.keys = listedKeys("z:", s.keyCount(name))
+		w.zipf = true
+	case seedWorkload:
+		w.keys = madeKeys("s:", s.keyCount(name))
 		w.zipf = true
 	default:
-		w.keys = keySpace("u:", s.keyCount(name))
+		w.keys = listedKeys("u:", s.keyCount(name))
 	}
 	return w
 }
 
-// keySpaces caches key spaces by kind and size: building a million keys
-// takes a while, and every run of a process uses the same ones.
-var keySpaces struct {
+// keySpace is a workload's keys, "hlbench:<runID>:<kind><i>" for i in
+// [0, n), or one named key. They are held in memory (listedKeys), or
+// made from the index on each request (madeKeys): the seed's 10 M keys
+// held would take about a second to build and 0.5 GB, which each garbage
+// collection would scan. A made key costs one allocation, the string, as
+// a service building a client's key for each request pays: 110-125 ns a
+// request against 65-83 ns for a held key, the Zipf draw included, over
+// 1 M or 10 M keys, and 25 B (BenchmarkKey, 2 cores), paid alike by both
+// systems; under 1 % of a decision that asks Redis (5-50 µs of CPU),
+// more of one answered in process. It is safe for concurrent use.
+type keySpace struct {
+	list   []string // every key; nil: made by key on each call
+	prefix string   // of the made keys
+	n      int
+}
+
+// oneKey is the key space of one key, "hlbench:<runID>:<name>".
+func oneKey(name string) keySpace {
+	return keySpace{list: []string{keyPrefix() + name}, n: 1}
+}
+
+// listedKeys is the key space of n keys of a kind, held in memory.
+func listedKeys(kind string, n int) keySpace {
+	return keySpace{list: keyList(kind, n), n: n}
+}
+
+// madeKeys is the key space of n keys of a kind, each made when asked
+// for.
+func madeKeys(kind string, n int) keySpace {
+	return keySpace{prefix: keyPrefix() + kind, n: n}
+}
+
+// len is the number of keys.
+func (ks keySpace) len() int { return ks.n }
+
+// key returns the i-th key, i in [0, len()).
+func (ks keySpace) key(i int) string {
+	if ks.list != nil {
+		return ks.list[i]
+	}
+	var buf [64]byte // on the stack: the string is the one allocation
+	return string(strconv.AppendInt(append(buf[:0], ks.prefix...), int64(i), 10))
+}
+
+// keyLists caches listed key spaces by kind and size: building a million
+// keys takes a while, and every run of a process uses the same ones.
+var keyLists struct {
 	mu sync.Mutex
 	m  map[string][]string
 }
 
-// keySpace returns n keys "hlbench:<runID>:<kind><i>".
-func keySpace(kind string, n int) []string {
-	keySpaces.mu.Lock()
-	defer keySpaces.mu.Unlock()
+// keyList returns n keys "hlbench:<runID>:<kind><i>".
+func keyList(kind string, n int) []string {
+	keyLists.mu.Lock()
+	defer keyLists.mu.Unlock()
 	id := kind + strconv.Itoa(n)
-	if ks, ok := keySpaces.m[id]; ok {
+	if ks, ok := keyLists.m[id]; ok {
 		return ks
 	}
 	prefix := keyPrefix() + kind
@@ -155,10 +224,10 @@ func keySpace(kind string, n int) []string {
 	for i := range keys {
 		keys[i] = prefix + strconv.Itoa(i)
 	}
-	if keySpaces.m == nil {
-		keySpaces.m = map[string][]string{}
+	if keyLists.m == nil {
+		keyLists.m = map[string][]string{}
 	}
-	keySpaces.m[id] = keys
+	keyLists.m[id] = keys
 	return keys
 }
 
@@ -171,9 +240,9 @@ type picker struct {
 }
 
 func (w workload) picker(seed uint64) *picker {
-	p := &picker{n: len(w.keys), rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))}
-	if w.zipf && len(w.keys) > 1 {
-		p.zipf = rand.NewZipf(p.rng, w.s, 1, uint64(len(w.keys)-1))
+	p := &picker{n: w.keys.len(), rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))}
+	if w.zipf && p.n > 1 {
+		p.zipf = rand.NewZipf(p.rng, w.s, 1, uint64(p.n-1))
 	}
 	return p
 }
