@@ -163,7 +163,7 @@ func newWorkload(name string, s settings) workload {
 // keySpace is a workload's keys, "hlbench:<runID>:<kind><i>" for i in
 // [0, n), or one named key. They are held in memory (listedKeys), or
 // made from the index on each request (madeKeys): the seed's 10 M keys
-// held would take about a second to build and 0.5 GB, which each garbage
+// held take 0.9 s to build and 456 MB of heap, which each garbage
 // collection would scan. A made key costs one allocation, the string, as
 // a service building a client's key for each request pays: 110-125 ns a
 // request against 65-83 ns for a held key, the Zipf draw included, over
