@@ -77,17 +77,37 @@
 //
 // # Workloads
 //
-// The workloads are those of hybrid/bench_test.go:
+// The workloads are those of hybrid/bench_test.go, and the seed's:
 //
 //	hot        one key within its limit; default limit 1000000000/s
 //	overlimit  one key far over a fast limit; default limit 10000/s
 //	zipf       Zipf (s = -zipf, 1.1) over -keys keys (1,000,000); default limit 1000/s per key
 //	uniform    -keys keys (100,000) picked uniformly; default limit 1000000/m per key
+//	seed       Zipf (s = -zipf, 1.1) over -keys keys (10,000,000); default limits
+//	           100/m+1000/h per key; not in -workload all
 //
-// -limit replaces the limit of every workload at once. In -sweep lease the
-// hot key's default limit is 1000000/s instead, below what the load asks
-// of it, so that lease size matters and accuracy can be read; in -fault
-// the hot keys keep 1000000000/s and the zipf keys 1000/s.
+// seed is the workload of the seed's service (issue 14): 10 M clients of
+// Zipf-like popularity, each under 100 requests a minute and 1000 an
+// hour, so that its CPU per decision can be read for a capacity plan
+// (500 K requests/s over those clients). It runs only when named, in the
+// comparison (go run ./bench -workload seed) and in -sweep load (-sweep
+// load -workload seed), and, like the others, takes -keys, -zipf, -limit
+// and -algorithm. Its keys are made from their index for each request
+// ("hlbench:<run id>:s:<i>", one allocation of 25 bytes, about 45 ns
+// more than a key held in memory: BenchmarkKey), the same for both
+// systems, rather than held, as zipf and uniform hold theirs: 10 M keys
+// held take 0.9 s to build and 456 MB of heap. Each goroutine counts its requests per key for
+// admitted/ideal in a map of at most 4096 keys, added to a count per key
+// of the run (4 bytes a key, 40 MB for 10 M) when full.
+//
+// -limit replaces the limits of every workload at once: one limit, or
+// several joined by '+' (-limit 100/m+1000/h), every request charged
+// against all of them (see Systems); -algorithm applies to each. A list
+// hybrid refuses (a limit given twice, more than hybrid.MaxLimits) is a
+// usage error, with hybrid's message. In -sweep lease the hot key's
+// default limit is 1000000/s instead, below what the load asks of it, so
+// that lease size matters and accuracy can be read; in -fault the hot
+// keys keep 1000000000/s and the zipf keys 1000/s.
 //
 // # Systems
 //
@@ -98,14 +118,24 @@
 //     (Config.Nodes, each instance with clients of its own built by
 //     remote.NewClient, Prefix "hlb:", Lease.MaxFraction from
 //     -lease-fraction, every other setting its default), as that many
-//     service instances would be; requests go to them round-robin.
-//   - redis_rate: one redis_rate.Limiter per node client, every decision
-//     one script call. Keys go to nodes by hash/maphash of the key modulo
-//     the node count, not by hybrid's consistent-hash ring: the node of a
-//     given key may differ, but the load per node is the same for the
-//     same key mix. redis_rate has one algorithm, GCRA (a token bucket):
-//     it runs with the limit's rate, period and capacity whatever
-//     -algorithm says.
+//     service instances would be; requests go to them round-robin. Each
+//     request is one AllowN(ctx, key, 1, limits...) against all the
+//     workload's limits at once, all or nothing.
+//   - redis_rate: one redis_rate.Limiter per node client, one script call
+//     per limit. redis_rate has no call that takes several limits, so a
+//     request with several is asked as its user would ask it: one Allow
+//     per limit, in -limit's order, each on a key of its own (the key, a
+//     colon and the limit: "<key>:100/m"; with one limit the key alone),
+//     stopping at the first denial. The limits before the one that denied
+//     stay charged: redis_rate cannot give back what an Allow took, so a
+//     denied request still spends, say, a minute's allowance, and
+//     redis_rate may admit less than an all-or-nothing limiter would.
+//     Keys go to nodes by hash/maphash of the key (a request's keys, one
+//     per limit, to the node of the key) modulo the node count, not by
+//     hybrid's consistent-hash ring: the node of a given key may differ,
+//     but the load per node is the same for the same key mix. redis_rate
+//     has one algorithm, GCRA (a token bucket): it runs with each limit's
+//     rate, period and capacity whatever -algorithm says.
 //
 // The systems are built afresh for each run on emptied nodes, so every
 // bucket starts full and no local cache is warm. A run ends after
@@ -119,7 +149,9 @@
 //     log-linear histogram (within about 9%).
 //   - redis calls/decision: round trips to Redis per decision. For
 //     hybridlimit, the sum over instances of the change in
-//     Stats().Nodes[].Calls; for redis_rate 1 (one script call each).
+//     Stats().Nodes[].Calls; for redis_rate the Allow calls (one script
+//     call each): 1 with one limit, with several one per limit asked, up
+//     to the first denial.
 //   - admitted/ideal: decisions admitted, as a percentage of the most an
 //     exact limiter could have admitted: the sum over keys of
 //     min(requests for the key, its capacity over the run), where the
@@ -127,9 +159,10 @@
 //     limit of rate R per period P with capacity C: C + R·T/P for
 //     token-bucket and leaky-bucket (and redis_rate), R + R·T/P for
 //     sliding-window-counter, R × the windows of Unix time the run touches
-//     for fixed-window, R × (⌊T/P⌋ + 1) for sliding-window-log. Above 100%
-//     the limit was overrun; below, requests were refused that an exact
-//     limiter could have admitted.
+//     for fixed-window, R × (⌊T/P⌋ + 1) for sliding-window-log; with
+//     several limits, the least of their capacities. Above 100% a limit
+//     was overrun; below, requests were refused that an exact limiter
+//     could have admitted.
 //   - sources: what decided, as shares of decisions (Result.Source:
 //     "remote 93% deny-cache 7%"); for redis_rate always "remote 100%".
 //
@@ -351,14 +384,17 @@
 //	-duration D           per workload and system (default 3s); per point with -sweep
 //	                      lease and per step with -sweep load (default 2s); the
 //	                      whole timeline with -fault (default 12s)
-//	-workload W           hot, overlimit, zipf, uniform or all (default all; with
-//	                      -sweep lease hot and zipf, with -sweep load zipf and
-//	                      uniform); not with -fault
-//	-keys N               key-space size of zipf and uniform, in [2, 10000000]
-//	                      (default 1000000 for zipf, 100000 for uniform)
+//	-workload W           hot, overlimit, zipf, uniform, seed or all: every one but
+//	                      seed (default all; with -sweep lease hot and zipf, with
+//	                      -sweep load zipf and uniform); not with -fault
+//	-keys N               key-space size of zipf, uniform and seed, in [2, 10000000]
+//	                      (default 1000000 for zipf, 100000 for uniform, 10000000
+//	                      for seed)
 //	-zipf S               exponent of the Zipf distribution, > 1 (default 1.1)
-//	-limit R/P            the per-key limit of every workload: 10000/s, 1000/m,
-//	                      100/h, 50/250ms (default per workload, see Workloads)
+//	-limit R/P[+R/P...]   the per-key limits of every workload: 10000/s, 1000/m,
+//	                      100/h, 50/250ms; several joined by +, each request
+//	                      charged against all: 100/m+1000/h (default per
+//	                      workload, see Workloads)
 //	-algorithm A          token-bucket (default), leaky-bucket, fixed-window,
 //	                      sliding-window-log (rate at most 10000: give -limit),
 //	                      sliding-window-counter
@@ -404,11 +440,13 @@
 //
 //	type                        string          "result"
 //	mode                        string          "compare" (default) or "sweep"
-//	workload                    string          "hot", "overlimit", "zipf" or "uniform"
+//	workload                    string          "hot", "overlimit", "zipf", "uniform" or
+//	                                            "seed"
 //	system                      string          "hybridlimit" or "redis_rate"
 //	nodes                       string          "redis-server 7.0.15", "miniredis", ...
 //	algorithm                   string          -algorithm's name; "gcra" for redis_rate
-//	limit                       string          the per-key limit, as -limit takes it: "1000/s"
+//	limit                       string          the per-key limits, as -limit takes them:
+//	                                            "1000/s", "100/m+1000/h"
 //	keys                        integer         key-space size
 //	instances                   integer         hybrid.Limiter instances; 1 for redis_rate
 //	concurrency                 integer         goroutines
@@ -535,14 +573,16 @@
 // is judged (so the systems' rows of a step come in turn):
 //
 //	type                        string          "load"
-//	workload                    string          "hot", "overlimit", "zipf" or "uniform"
+//	workload                    string          "hot", "overlimit", "zipf", "uniform" or
+//	                                            "seed"
 //	system                      string          "hybridlimit", "redis_rate" or "generator"
 //	                                            (the generator alone, calls answered at
 //	                                            once by no one)
 //	nodes                       string          "redis-server 7.0.15", "miniredis", ...
 //	algorithm                   string          -algorithm's name; "gcra" for redis_rate;
 //	                                            "-" for the generator
-//	limit                       string          the per-key limit, "1000/s"; "-" for the
+//	limit                       string          the per-key limits, as -limit takes them:
+//	                                            "1000/s", "100/m+1000/h"; "-" for the
 //	                                            generator
 //	keys                        integer         key-space size
 //	instances                   integer         hybrid.Limiter instances; 1 for redis_rate,

@@ -110,8 +110,8 @@ type failoverProbe struct {
 	back atomic.Int64 // since the start, when the first call after the kill succeeded; 0: not yet
 }
 
-// probeLimit is the probe's limit: it never denies.
-var probeLimit = hybrid.PerSecond(1_000_000_000)
+// probeLimits are the probe's limits, one that never denies.
+var probeLimits = []hybrid.Limit{hybrid.PerSecond(1_000_000_000)}
 
 // newFailoverProbe builds the probe for -fault failover (nil otherwise):
 // a key whose redis_rate key ("rate:" + key) is on the victim master,
@@ -126,7 +126,7 @@ func newFailoverProbe(ctx context.Context, e *env, owner func(string) int, victi
 			p.key = k
 		}
 	}
-	if _, _, err := p.rr.allow(ctx, 0, 0, p.key, probeLimit); err != nil {
+	if _, _, err := p.rr.allow(ctx, 0, 0, p.key, probeLimits); err != nil {
 		return nil, errors.Join(fmt.Errorf("bench: redis_rate on the cluster: %w", err), p.close())
 	}
 	return p, nil
@@ -156,7 +156,7 @@ func (p *failoverProbe) start(ctx context.Context, start time.Time, killed *atom
 			}
 			t0 := time.Since(start)
 			cctx, cancel := context.WithTimeout(ctx, probeTimeout)
-			_, _, err := p.rr.allow(cctx, 0, 0, p.key, probeLimit)
+			_, _, err := p.rr.allow(cctx, 0, 0, p.key, probeLimits)
 			cancel()
 			if err == nil && t0 > time.Duration(k) {
 				p.back.Store(int64(time.Since(start)))

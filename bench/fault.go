@@ -251,7 +251,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	// they will use, so that their clients for it can dial the proxy from
 	// the start. locateHotKeys checks the ring against the Limiters.
 	hot := hotKeys()
-	hotLimit, zipfLimit := s.workloadLimit("hot"), s.workloadLimit("zipf")
+	hotLimits, zipfLimits := s.workloadLimits("hot"), s.workloadLimits("zipf")
 	zipfW := newWorkload("zipf", s)
 	// names are the nodes the victim is chosen from: hybrid's nodes, or
 	// with -fault failover the cluster's masters (hybrid's one node).
@@ -297,7 +297,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	defer func() { err = errors.Join(err, h.close()) }()
 	seen := hotOwner // clusterOwners checked the slots with CLUSTER KEYSLOT
 	if s.fault != faultFailover {
-		if seen, err = locateHotKeys(ctx, e.cl, h, hot, hotLimit); err != nil {
+		if seen, err = locateHotKeys(ctx, e.cl, h, hot, hotLimits); err != nil {
 			return err
 		}
 	}
@@ -311,9 +311,9 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 			owned = append(owned, strings.TrimPrefix(k, keyPrefix()))
 		}
 	}
-	victimZipf := make([]bool, len(zipfW.keys))
-	for i, k := range zipfW.keys {
-		victimZipf[i] = owner(k) == victim
+	victimZipf := make([]bool, zipfW.keys.len())
+	for i := range victimZipf {
+		victimZipf[i] = owner(zipfW.keys.key(i)) == victim
 	}
 	e.prog.describe("-fault " + s.fault + " " + victimName)
 
@@ -366,10 +366,10 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 					}
 				}
 				k := (g/2 + i) % len(hot)
-				key, l, mine := hot[k], hotLimit, victimHot[k]
+				key, ls, mine := hot[k], hotLimits, victimHot[k]
 				if p != nil {
 					k = p.next()
-					key, l, mine = zipfW.keys[k], zipfLimit, victimZipf[k]
+					key, ls, mine = zipfW.keys.key(k), zipfLimits, victimZipf[k]
 				}
 				row := &rows[g][cur.Load()]
 				lim := h.lims[(g+i)%len(h.lims)]
@@ -381,7 +381,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 				var t0 time.Time
 				if sampled := i%8 == 0; sampled || p != nil {
 					t0 = time.Now()
-					r, err = lim.Allow(ctx, key, l)
+					r, err = lim.AllowN(ctx, key, 1, ls...)
 					d := time.Since(t0)
 					if sampled {
 						row.latency.add(d)
@@ -397,7 +397,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 						(*into).add(d)
 					}
 				} else {
-					r, err = lim.Allow(ctx, key, l)
+					r, err = lim.AllowN(ctx, key, 1, ls...)
 				}
 				row.decisions++
 				if mine {
@@ -640,7 +640,7 @@ func ringOwners(cl *cluster) ([]string, func(string) int, error) {
 // per key, the index of its node in cl.names, -1 where no node's calls
 // moved. A cancelled ctx is an interruption, not a key of no node's: hybrid
 // answers it from the failure mode, which moves no node's calls.
-func locateHotKeys(ctx context.Context, cl *cluster, h *hybridSystem, hot []string, l hybrid.Limit) ([]int, error) {
+func locateHotKeys(ctx context.Context, cl *cluster, h *hybridSystem, hot []string, limits []hybrid.Limit) ([]int, error) {
 	lim := h.lims[0]
 	calls := func() map[string]int64 {
 		m := map[string]int64{}
@@ -653,7 +653,7 @@ func locateHotKeys(ctx context.Context, cl *cluster, h *hybridSystem, hot []stri
 	for j, k := range hot {
 		owners[j] = -1
 		before := calls()
-		if _, err := lim.Allow(ctx, k, l); err != nil {
+		if _, err := lim.AllowN(ctx, k, 1, limits...); err != nil {
 			return nil, fmt.Errorf("bench: warming %s: %w", k, err)
 		}
 		if err := ctx.Err(); err != nil {

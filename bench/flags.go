@@ -34,7 +34,7 @@ const (
 	compareDuration = 3 * time.Second  // per workload and system
 	sweepDuration   = 2 * time.Second  // per point of the sweep
 	faultDuration   = 12 * time.Second // the whole timeline
-	maxKeys         = 10_000_000       // -keys: the key space is held in memory
+	maxKeys         = 10_000_000       // -keys: zipf and uniform hold their keys in memory
 	maxIntervals    = 300              // -fault: -duration / -interval
 	minInterval     = 10 * time.Millisecond
 )
@@ -78,9 +78,9 @@ type settings struct {
 	instances     int
 	concurrency   int
 	workloads     []string
-	keys          int          // key-space size for zipf and uniform; 0: their defaults
-	zipfS         float64      // exponent of the Zipf distribution, > 1
-	limit         hybrid.Limit // the per-key limit of -limit; zero Rate: per-workload defaults
+	keys          int            // key-space size for zipf, uniform and seed; 0: their defaults
+	zipfS         float64        // exponent of the Zipf distribution, > 1
+	limits        []hybrid.Limit // the per-key limits of -limit; nil: per-workload defaults
 	algorithm     hybrid.Algorithm
 	leaseFraction float64          // hybrid Lease.MaxFraction; 0: leases off
 	maxLoad       int64            // -sweep load: the highest step, decisions/s
@@ -100,15 +100,15 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	// flag; bench prints one line instead, and the usage for -h only.
 	fs.SetOutput(io.Discard)
 	var s settings
-	names := workloadNames()
+	names := knownWorkloads()
 	fs.DurationVar(&s.duration, "duration", compareDuration,
 		"how long each run lasts: per workload and system; per point with -sweep lease and per step with -sweep load, where the default is 2s; the whole timeline with -fault, where it is 12s")
 	fs.IntVar(&s.instances, "instances", 4, "hybrid.Limiter instances over the same nodes, the load spread over them")
 	fs.IntVar(&s.concurrency, "concurrency", 64, "goroutines sending requests, in total (with -sweep load, the workers that make the calls; default 512)")
-	workload := fs.String("workload", "all", "workload to run: "+strings.Join(names, ", ")+" or all (with -sweep lease the default is hot and zipf, with -sweep load zipf and uniform)")
-	fs.IntVar(&s.keys, "keys", 0, "key-space size of the zipf and uniform workloads (default 1000000 for zipf, 100000 for uniform)")
+	workload := fs.String("workload", "all", "workload to run: "+strings.Join(names, ", ")+" or all, which is all but seed (with -sweep lease the default is hot and zipf, with -sweep load zipf and uniform); seed is the seed's service: Zipf over 10000000 clients, each under 100/m+1000/h")
+	fs.IntVar(&s.keys, "keys", 0, "key-space size of the zipf, uniform and seed workloads (default 1000000 for zipf, 100000 for uniform, 10000000 for seed)")
 	fs.Float64Var(&s.zipfS, "zipf", zipfS, "exponent s of the Zipf distribution, > 1")
-	limitFlag := fs.String("limit", "", "the per-key limit of every workload, as `rate/period`: 10000/s, 1000/m, 100/h, 50/250ms (default per workload: hot 1000000000/s, overlimit 10000/s, zipf 1000/s, uniform 1000000/m; with -sweep, hot 1000000/s)")
+	limitFlag := fs.String("limit", "", "the per-key `limits` of every workload, as rate/period: 10000/s, 1000/m, 100/h, 50/250ms; several joined by +, every request charged against all of them: 100/m+1000/h (default per workload: hot 1000000000/s, overlimit 10000/s, zipf 1000/s, uniform 1000000/m, seed 100/m+1000/h; with -sweep, hot 1000000/s)")
 	algFlag := fs.String("algorithm", "token-bucket", "algorithm of the limit: token-bucket, leaky-bucket, fixed-window, sliding-window-log or sliding-window-counter")
 	fs.Float64Var(&s.leaseFraction, "lease-fraction", 0.01, "hybrid Lease.MaxFraction: the largest lease as a fraction of the limit, in [0, 1]; 0 turns leases off")
 	sweep := fs.String("sweep", "", "`lease|load` lease: run hot and zipf for a range of -lease-fraction values and write lease-sweep.svg; load: offer Poisson arrivals at rising rates, open loop, and write latency-throughput.svg")
@@ -207,11 +207,11 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	s.algorithm = algorithms[i].alg
 
 	if *limitFlag != "" {
-		l, err := parseLimit(*limitFlag)
+		ls, err := parseLimits(*limitFlag)
 		if err != nil {
 			return bad("-limit %q: %v", *limitFlag, err)
 		}
-		s.limit = l
+		s.limits = ls
 	}
 
 	switch {
@@ -226,7 +226,7 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 		// a generator on a few cores offers: they run when asked for.
 		s.workloads = []string{"zipf", "uniform"}
 	case *workload == "all":
-		s.workloads = names
+		s.workloads = workloadNames()
 	case slices.Contains(names, *workload):
 		s.workloads = []string{*workload}
 	default:
@@ -276,10 +276,10 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 
 	// Every limit the run will use must be valid for the chosen algorithm.
 	for _, name := range s.limitNames() {
-		l := s.workloadLimit(name)
-		if err := l.Validate(); err != nil {
-			if s.limit.Rate == 0 {
-				return bad("-algorithm %s: the %s workload's default limit %s: %v; give a -limit", *algFlag, name, formatLimit(l), err)
+		ls := s.workloadLimits(name)
+		if err := hybrid.CheckLimits(1, ls...); err != nil {
+			if s.limits == nil {
+				return bad("-algorithm %s: the %s workload's default limits %s: %v; give a -limit", *algFlag, name, formatLimits(ls), err)
 			}
 			return bad("-limit %q with -algorithm %s: %v", *limitFlag, *algFlag, err)
 		}
@@ -327,18 +327,56 @@ func parseLimit(v string) (hybrid.Limit, error) {
 	return l, nil
 }
 
+// parseLimits reads -limit: one limit as parseLimit reads it, or several
+// joined by '+' ("100/m+1000/h"), each request charged against all of
+// them. A list hybrid would refuse (a limit given twice, more than
+// hybrid.MaxLimits) is an error, hybrid's.
+func parseLimits(v string) ([]hybrid.Limit, error) {
+	var out []hybrid.Limit
+	for part := range strings.SplitSeq(v, "+") {
+		if strings.TrimSpace(part) == "" {
+			return nil, errors.New("empty limit in the list: want rate/period, several joined by +, for example 100/m+1000/h")
+		}
+		l, err := parseLimit(part)
+		if err != nil {
+			if strings.Contains(v, "+") {
+				return nil, fmt.Errorf("%s: %w", strings.TrimSpace(part), err)
+			}
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	if err := hybrid.CheckLimits(1, out...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // formatLimit writes a limit as -limit reads it: "1000/s", "10/250ms".
-func formatLimit(l hybrid.Limit) string {
-	p := l.Period.String()
+func formatLimit(l hybrid.Limit) string { return string(appendLimit(nil, l)) }
+
+// appendLimit appends l to b as formatLimit writes it.
+func appendLimit(b []byte, l hybrid.Limit) []byte {
+	b = strconv.AppendInt(b, l.Rate, 10)
+	b = append(b, '/')
 	switch l.Period {
 	case time.Second:
-		p = "s"
+		return append(b, 's')
 	case time.Minute:
-		p = "m"
+		return append(b, 'm')
 	case time.Hour:
-		p = "h"
+		return append(b, 'h')
 	}
-	return strconv.FormatInt(l.Rate, 10) + "/" + p
+	return append(b, l.Period.String()...)
+}
+
+// formatLimits writes limits as -limit reads them: "100/m+1000/h".
+func formatLimits(ls []hybrid.Limit) string {
+	parts := make([]string, len(ls))
+	for i, l := range ls {
+		parts[i] = formatLimit(l)
+	}
+	return strings.Join(parts, "+")
 }
 
 // parseNodes reads the comma-separated URLs of -nodes with redis.ParseURL.

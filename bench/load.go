@@ -256,7 +256,7 @@ func (e *env) loadStep(ctx context.Context, w workload, name string, sys system,
 
 	r := loadRow{
 		Type: "load", Workload: w.name, System: name, Nodes: e.cl.kind,
-		Algorithm: algorithmName(w.limit.Algorithm), Limit: formatLimit(w.limit), Keys: len(w.keys),
+		Algorithm: algorithmName(w.limits[0].Algorithm), Limit: formatLimits(w.limits), Keys: w.keys.len(),
 		Instances: s.instances, Concurrency: s.concurrency, LeaseFraction: s.leaseFraction,
 		OfferedPerSec: float64(rate), Scheduled: st.scheduled, Decisions: st.decisions, Abandoned: st.abandoned,
 		Seconds: st.elapsed.Seconds(), AchievedPct: 100 * st.achieved(),

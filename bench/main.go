@@ -184,9 +184,9 @@ func describeRun(s settings) string {
 		if i > 0 {
 			b.WriteString(",")
 		}
-		fmt.Fprintf(&b, " %s %s", name, formatLimit(s.workloadLimit(name)))
+		fmt.Fprintf(&b, " %s %s", name, formatLimits(s.workloadLimits(name)))
 		switch n := s.keyCount(name); {
-		case name == "zipf":
+		case name == "zipf" || name == seedWorkload:
 			fmt.Fprintf(&b, " per key (%s keys, s=%s)", strconv.Itoa(n), strconv.FormatFloat(s.zipfS, 'f', -1, 64))
 		case n > 1:
 			fmt.Fprintf(&b, " per key (%d keys)", n)

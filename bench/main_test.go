@@ -234,6 +234,14 @@ func TestBadFlags(t *testing.T) {
 		{"-limit", "ten/s"},
 		{"-limit", "10/fortnight"},
 		{"-limit", "10/-1s"},
+		{"-limit", "100/m+"},
+		{"-limit", "+100/m"},
+		{"-limit", "100/m++1000/h"},
+		{"-limit", "100/m+ten/h"},
+		{"-limit", "100/m+100/m"},
+		{"-limit", "60/m+60/1m"},
+		{"-limit", strings.Repeat("1/s+", 16) + "1/m"},
+		{"-algorithm", "sliding-window-log", "-limit", "100/s+20000/h"},
 		{"-algorithm", "gcra"},
 		{"-algorithm", "sliding-window-log"}, // the hot default is above its maximum rate
 		{"-algorithm", "sliding-window-log", "-limit", "20000/s"},
@@ -360,6 +368,21 @@ func TestCancelledMidway(t *testing.T) {
 			}
 		})
 	}
+}
+
+// miniCluster starts 3 miniredis nodes, closed when the test ends.
+func miniCluster(t *testing.T) *cluster {
+	t.Helper()
+	cl, err := startCluster(t.Context(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cl.close(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return cl
 }
 
 // syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,6 +23,12 @@ const maxDecisions = 1 << 30
 // sampleEvery is how often a run samples the lease units outstanding and
 // moves the progress bar.
 const sampleEvery = 20 * time.Millisecond
+
+// perKeyFlush bounds a goroutine's own counts of requests per key: with
+// counts for that many keys it adds them to the run's (keyCounts) and
+// starts afresh, so that its memory is bounded whatever the key space
+// and the length of the run.
+const perKeyFlush = 1 << 12
 
 // numSources is the number of hybrid Sources, SourceRemote to
 // SourceFailClosed.
@@ -75,9 +82,36 @@ type tally struct {
 	decisions, admitted, errors int64
 	firstErr                    error
 	sources                     [numSources]int64
-	perKey                      map[int]int64 // requests per key index
+	perKey                      map[int]int64 // requests per key index, up to perKeyFlush keys
 	oneKey                      int64         // requests, when the key space is one key
 	latency                     hist
+}
+
+// keyCounts is the requests per key index of a run, summed over its
+// goroutines: a count per key of the key space, uint32 since a run makes
+// at most maxDecisions < 2^32. It is safe for concurrent use.
+type keyCounts struct {
+	mu sync.Mutex
+	n  []uint32
+}
+
+// add adds one goroutine's counts, and clears them.
+func (c *keyCounts) add(perKey map[int]int64) {
+	c.mu.Lock()
+	for k, n := range perKey {
+		c.n[k] += uint32(n)
+	}
+	c.mu.Unlock()
+	clear(perKey)
+}
+
+// countKey counts a request for the key of index k, adding the
+// goroutine's counts to the run's when they hold perKeyFlush keys.
+func (t *tally) countKey(k int, counts *keyCounts) {
+	t.perKey[k]++
+	if len(t.perKey) >= perKeyFlush {
+		counts.add(t.perKey)
+	}
 }
 
 // measure runs w against one system (sysHybrid with Lease.MaxFraction
@@ -101,7 +135,8 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	calls0 := sys.calls()
 	perG := max(1, maxDecisions/s.concurrency)
 	tallies := make([]tally, s.concurrency)
-	oneKey := len(w.keys) == 1 // count without a map on the hot path
+	counts := &keyCounts{n: make([]uint32, w.keys.len())}
+	oneKey := w.keys.len() == 1 // count without a map on the hot path
 	redis0, redisOK := e.redisCPU(ctx)
 	runCtx, cancel := context.WithTimeout(ctx, s.duration)
 	defer cancel()
@@ -128,16 +163,16 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 				var err error
 				if i%8 == 0 {
 					t0 := time.Now()
-					ok, src, err = sys.allow(ctx, g, i, w.keys[k], w.limit)
+					ok, src, err = sys.allow(ctx, g, i, w.keys.key(k), w.limits)
 					t.latency.add(time.Since(t0))
 				} else {
-					ok, src, err = sys.allow(ctx, g, i, w.keys[k], w.limit)
+					ok, src, err = sys.allow(ctx, g, i, w.keys.key(k), w.limits)
 				}
 				t.decisions++
 				if oneKey {
 					t.oneKey++
 				} else {
-					t.perKey[k]++
+					t.countKey(k, counts)
 				}
 				if err != nil {
 					if t.errors == 0 {
@@ -186,7 +221,7 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 
 	res = result{
 		Type: "result", Mode: s.mode, Workload: w.name, System: sysName, Nodes: e.cl.kind,
-		Algorithm: algorithmName(w.limit.Algorithm), Limit: formatLimit(w.limit), Keys: len(w.keys),
+		Algorithm: algorithmName(w.limits[0].Algorithm), Limit: formatLimits(w.limits), Keys: w.keys.len(),
 		Instances: s.instances, Concurrency: s.concurrency, LeaseFraction: fraction,
 		Seconds: elapsed.Seconds(), Sources: map[string]int64{},
 	}
@@ -194,7 +229,6 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 		res.Instances = 1
 		res.Algorithm = "gcra"
 	}
-	perKey := map[int]int64{}
 	var lat hist
 	var firstErr error
 	for i := range tallies {
@@ -205,12 +239,8 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 		if firstErr == nil {
 			firstErr = t.firstErr
 		}
-		for k, n := range t.perKey {
-			perKey[k] += n
-		}
-		if t.oneKey > 0 {
-			perKey[0] += t.oneKey
-		}
+		counts.add(t.perKey)
+		counts.n[0] += uint32(t.oneKey)
 		for src, n := range t.sources {
 			if n > 0 {
 				res.Sources[hybrid.Source(src).String()] += n
@@ -233,11 +263,14 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 		us := float64((redis1 - redis0).Microseconds()) / float64(res.Decisions)
 		res.RedisCPUus = &us
 	}
-	enforced := w.limit
+	enforced := w.limits
 	if sysName == sysRedisRate {
-		enforced.Algorithm = hybrid.TokenBucket // GCRA admits what a token bucket does
+		enforced = slices.Clone(enforced)
+		for i := range enforced {
+			enforced[i].Algorithm = hybrid.TokenBucket // GCRA admits what a token bucket does
+		}
 	}
-	res.Ideal = ideal(enforced, perKey, start, elapsed)
+	res.Ideal = ideal(enforced, counts.n, start, elapsed)
 	if res.Ideal > 0 {
 		res.AdmittedPctOfIdeal = 100 * float64(res.Admitted) / res.Ideal
 	}
@@ -253,14 +286,26 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 
 // ideal is what one exact limiter would at most have admitted in
 // [start, start+elapsed]: the sum over keys of min(requests for the key,
-// keyCapacity), every key starting with no use.
-func ideal(l hybrid.Limit, perKey map[int]int64, start time.Time, elapsed time.Duration) float64 {
-	c := keyCapacity(l, start, elapsed)
+// limitsCapacity), every key starting with no use.
+func ideal(limits []hybrid.Limit, perKey []uint32, start time.Time, elapsed time.Duration) float64 {
+	c := limitsCapacity(limits, start, elapsed)
 	var sum float64
 	for _, n := range perKey {
 		sum += math.Min(float64(n), c)
 	}
 	return sum
+}
+
+// limitsCapacity is the most an exact limiter admits for one key in
+// [start, start+elapsed] under all of limits at once: the least of their
+// keyCapacity, each a bound (a request charged against several limits
+// passes only where every one admits it).
+func limitsCapacity(limits []hybrid.Limit, start time.Time, elapsed time.Duration) float64 {
+	c := math.Inf(1)
+	for _, l := range limits {
+		c = math.Min(c, keyCapacity(l, start, elapsed))
+	}
+	return c
 }
 
 // keyCapacity is the most an exact limiter admits for one key in

@@ -146,7 +146,7 @@ func offer(ctx context.Context, sys system, w workload, c stepConfig) *stepStats
 					mu.Unlock()
 					continue
 				}
-				allowed, src, err := sys.allow(ctx, g, i, w.keys[p.next()], w.limit)
+				allowed, src, err := sys.allow(ctx, g, i, w.keys.key(p.next()), w.limits)
 				end := time.Since(start)
 				mu.Lock()
 				record(st.latency, end-due)
@@ -244,7 +244,7 @@ type noSystem struct{}
 
 var _ system = noSystem{}
 
-func (noSystem) allow(context.Context, int, int, string, hybrid.Limit) (bool, hybrid.Source, error) {
+func (noSystem) allow(context.Context, int, int, string, []hybrid.Limit) (bool, hybrid.Source, error) {
 	return true, hybrid.SourceRemote, nil
 }
 func (noSystem) calls() int64      { return 0 }

@@ -72,7 +72,7 @@ type slowFirst struct {
 	made atomic.Int64 // calls so far
 }
 
-func (s *slowFirst) allow(ctx context.Context, _, _ int, _ string, _ hybrid.Limit) (bool, hybrid.Source, error) {
+func (s *slowFirst) allow(ctx context.Context, _, _ int, _ string, _ []hybrid.Limit) (bool, hybrid.Source, error) {
 	if s.made.Add(1) == 1 {
 		select {
 		case <-time.After(s.hold):
@@ -84,7 +84,7 @@ func (s *slowFirst) allow(ctx context.Context, _, _ int, _ string, _ hybrid.Limi
 
 // tinyWorkload is a uniform workload over 100 keys.
 func tinyWorkload() workload {
-	return workload{name: "uniform", limit: hybrid.PerSecond(1000), keys: keySpace("u:", 100)}
+	return workload{name: "uniform", limits: []hybrid.Limit{hybrid.PerSecond(1000)}, keys: listedKeys("u:", 100)}
 }
 
 // TestOfferCountsFromDue: with its one worker busy, arrivals wait, and

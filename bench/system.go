@@ -25,9 +25,9 @@ var systemNames = []string{sysHybrid, sysRedisRate}
 
 // system is one rate-limiting implementation under test.
 type system interface {
-	// allow decides one request for key, made by goroutine g as its i-th,
-	// and says what decided it.
-	allow(ctx context.Context, g, i int, key string, l hybrid.Limit) (bool, hybrid.Source, error)
+	// allow decides one request for key against all of limits (one or
+	// more), made by goroutine g as its i-th, and says what decided it.
+	allow(ctx context.Context, g, i int, key string, limits []hybrid.Limit) (bool, hybrid.Source, error)
 	// calls returns the round trips to Redis so far.
 	calls() int64
 	// leaseUnits returns the units outstanding in leases now, summed over
@@ -105,8 +105,10 @@ func newHybrid(cl *cluster, instances int, fraction float64, log *slog.Logger, v
 	return h, nil
 }
 
-func (h *hybridSystem) allow(ctx context.Context, g, i int, key string, l hybrid.Limit) (bool, hybrid.Source, error) {
-	r, err := h.lims[(g+i)%len(h.lims)].Allow(ctx, key, l)
+// allow decides the request with one AllowN against all the limits at
+// once, all or nothing.
+func (h *hybridSystem) allow(ctx context.Context, g, i int, key string, limits []hybrid.Limit) (bool, hybrid.Source, error) {
+	r, err := h.lims[(g+i)%len(h.lims)].AllowN(ctx, key, 1, limits...)
 	return r.Allowed, r.Source, err
 }
 
@@ -156,12 +158,12 @@ func (h *hybridSystem) close() error {
 }
 
 // redisRateSystem is go-redis/redis_rate, the per-request Redis design:
-// one redis_rate.Limiter per node client, every decision one script call.
-// Keys are routed to nodes by maphash of the key modulo the node count,
-// not by hybrid's consistent-hash ring: which key lands on which node
-// differs, but with the same key mix the load per node is the same.
-// redis_rate has one algorithm, GCRA, a token bucket: it runs with the
-// limit's rate, period and capacity whatever -algorithm says.
+// one redis_rate.Limiter per node client, every decision one script call
+// per limit. Keys are routed to nodes by maphash of the key modulo the
+// node count, not by hybrid's consistent-hash ring: which key lands on
+// which node differs, but with the same key mix the load per node is the
+// same. redis_rate has one algorithm, GCRA, a token bucket: it runs with
+// the limit's rate, period and capacity whatever -algorithm says.
 type redisRateSystem struct {
 	seed    maphash.Seed
 	clients []redis.UniversalClient
@@ -192,19 +194,44 @@ func rateLimit(l hybrid.Limit) redis_rate.Limit {
 	return redis_rate.Limit{Rate: int(l.Rate), Burst: int(l.Capacity()), Period: l.Period}
 }
 
-func (r *redisRateSystem) allow(ctx context.Context, _, _ int, key string, l hybrid.Limit) (bool, hybrid.Source, error) {
-	n := maphash.String(r.seed, key) % uint64(len(r.lims))
-	r.n.Add(1)
-	res, err := r.lims[n].Allow(ctx, key, rateLimit(l))
-	if err != nil {
-		return false, hybrid.SourceRemote, err
+// allow asks redis_rate as its user would, since it has no call that
+// takes several limits: one Allow per limit, in order, each on a key of
+// its own (limitKey; the key alone when there is one limit), on the node
+// of the key, until one denies. The limits before the one that denied
+// stay charged: redis_rate cannot give back what an Allow took.
+func (r *redisRateSystem) allow(ctx context.Context, _, _ int, key string, limits []hybrid.Limit) (bool, hybrid.Source, error) {
+	lim := r.lims[maphash.String(r.seed, key)%uint64(len(r.lims))]
+	for _, l := range limits {
+		k := key
+		if len(limits) > 1 {
+			k = limitKey(key, l)
+		}
+		r.n.Add(1)
+		res, err := lim.Allow(ctx, k, rateLimit(l))
+		if err != nil {
+			return false, hybrid.SourceRemote, err
+		}
+		if res.Allowed == 0 {
+			return false, hybrid.SourceRemote, nil
+		}
 	}
-	return res.Allowed > 0, hybrid.SourceRemote, nil
+	return true, hybrid.SourceRemote, nil
 }
 
-// calls reports one round trip per decision: redis_rate runs one script
-// per call (EVALSHA; the first call per node also sends an EVAL, not
-// counted).
+// limitKey is redis_rate's key for key under l when a request has several
+// limits: the key, a colon and the limit as -limit spells it,
+// "hlbench:1a2b3c4d:z:42:100/m". It costs what a redis_rate user's
+// key+":100/m" costs, one allocation.
+func limitKey(key string, l hybrid.Limit) string {
+	var buf [128]byte
+	b := append(buf[:0], key...)
+	b = append(b, ':')
+	return string(appendLimit(b, l))
+}
+
+// calls reports one round trip per Allow: redis_rate runs one script per
+// call (EVALSHA; the first call per node also sends an EVAL, not
+// counted), so one per limit asked, up to the first denial.
 func (r *redisRateSystem) calls() int64 { return r.n.Load() }
 
 func (r *redisRateSystem) leaseUnits() int64 { return 0 }

@@ -19,15 +19,7 @@ import (
 // victim's keys" instead: hybrid answers a cancelled call from the failure
 // mode, so no node's calls move).
 func TestLocateHotKeysCancelled(t *testing.T) {
-	cl, err := startCluster(t.Context(), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := cl.close(context.Background()); err != nil {
-			t.Error(err)
-		}
-	}()
+	cl := miniCluster(t)
 	h, err := newHybrid(cl, 1, 0.01, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +31,7 @@ func TestLocateHotKeysCancelled(t *testing.T) {
 	}()
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err = locateHotKeys(ctx, cl, h, hotKeys(), hybrid.Limit{Rate: 1000, Period: time.Second})
+	_, err = locateHotKeys(ctx, cl, h, hotKeys(), []hybrid.Limit{{Rate: 1000, Period: time.Second}})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("locateHotKeys(cancelled ctx) = %v, want an error wrapping %v", err, context.Canceled)
 	}

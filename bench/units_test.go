@@ -68,8 +68,8 @@ func TestKeyCapacity(t *testing.T) {
 			t.Errorf("keyCapacity(%v, 2.2s) = %v, want %v", tt.l, got, tt.want)
 		}
 	}
-	perKey := map[int]int64{0: 1000, 1: 5, 2: 320}
-	if got := ideal(hybrid.PerSecond(100), perKey, start, elapsed); math.Abs(got-645) > 1e-6 {
+	perKey := []uint32{1000, 5, 320, 0}
+	if got := ideal([]hybrid.Limit{hybrid.PerSecond(100)}, perKey, start, elapsed); math.Abs(got-645) > 1e-6 {
 		t.Errorf("ideal = %v, want 320 + 5 + 320", got)
 	}
 }

@@ -11,12 +11,19 @@ import (
 	"github.com/hybridlimit/hybridlimit/hybrid"
 )
 
-// Key spaces of the zipf and uniform workloads, as in hybrid/bench_test.go.
+// Key spaces of the zipf and uniform workloads, as in hybrid/bench_test.go,
+// and of the seed workload: the 10 M clients of the seed's service.
 const (
 	zipfKeyCount    = 1_000_000
 	zipfS           = 1.1
 	uniformKeyCount = 100_000
+	seedKeyCount    = 10_000_000
 )
+
+// seedWorkload names the workload of the seed's service (issue 14): Zipf
+// over 10 M clients, each under 100/m and 1000/h. It runs when named, not
+// with -workload all.
+const seedWorkload = "seed"
 
 // hybridPrefix starts the Redis keys of the hybridlimit side (its
 // Config.Prefix). redis_rate puts "rate:" before the user key.
@@ -43,19 +50,26 @@ func ownPatterns() []string {
 	return []string{hybridPrefix + "{" + keyPrefix() + "*", "rate:" + keyPrefix() + "*"}
 }
 
-// workload is a key mix and the limit every key gets.
+// workload is a key mix and the limits every key gets: each request is
+// charged against all of them (see system).
 type workload struct {
-	name  string
-	limit hybrid.Limit
-	keys  []string // the key space; requests pick an index into it
-	zipf  bool     // pick Zipf-distributed indexes, else uniform ones
-	s     float64  // the Zipf exponent
+	name   string
+	limits []hybrid.Limit // one or more, in -limit's order
+	keys   keySpace       // requests pick an index into it
+	zipf   bool           // pick Zipf-distributed indexes, else uniform ones
+	s      float64        // the Zipf exponent
 }
 
-// workloadNames lists the workloads in the order they run.
+// workloadNames lists the workloads of -workload all, in the order they
+// run.
 func workloadNames() []string { return []string{"hot", "overlimit", "zipf", "uniform"} }
 
-// defaultLimit is the limit of a workload when -limit is not given:
+// knownWorkloads lists every workload -workload names: those of all, then
+// the seed's.
+func knownWorkloads() []string { return append(workloadNames(), seedWorkload) }
+
+// defaultLimits are the limits of a workload when -limit is not given,
+// one each:
 //   - hot: PerSecond(1e9), a key well within its limit: every decision is
 //     an admission, the cost of a decision on a hot key; with -sweep,
 //     PerSecond(1e6), which the load exceeds, so that the lease size
@@ -66,31 +80,40 @@ func workloadNames() []string { return []string{"hot", "overlimit", "zipf", "uni
 //     one's refill must be taken as it comes);
 //   - zipf: PerSecond(1000) per key: a few hot keys over their limit, a
 //     long cold tail;
-//   - uniform: PerMinute(1e6) per key: every key cold, nothing denied.
-func defaultLimit(name, mode string) hybrid.Limit {
+//   - uniform: PerMinute(1e6) per key: every key cold, nothing denied;
+//
+// and two for seed, PerMinute(100) and PerHour(1000): the seed's rules,
+// every request charged against both.
+func defaultLimits(name, mode string) []hybrid.Limit {
 	switch name {
 	case "hot":
 		if mode == modeSweep {
-			return hybrid.PerSecond(1_000_000)
+			return []hybrid.Limit{hybrid.PerSecond(1_000_000)}
 		}
-		return hybrid.PerSecond(1_000_000_000)
+		return []hybrid.Limit{hybrid.PerSecond(1_000_000_000)}
 	case "overlimit":
-		return hybrid.PerSecond(10_000)
+		return []hybrid.Limit{hybrid.PerSecond(10_000)}
 	case "zipf":
-		return hybrid.PerSecond(1000)
+		return []hybrid.Limit{hybrid.PerSecond(1000)}
+	case seedWorkload:
+		return []hybrid.Limit{hybrid.PerMinute(100), hybrid.PerHour(1000)}
 	default:
-		return hybrid.PerMinute(1_000_000)
+		return []hybrid.Limit{hybrid.PerMinute(1_000_000)}
 	}
 }
 
-// workloadLimit is the limit the named workload runs with: -limit or the
-// default, with -algorithm.
-func (s settings) workloadLimit(name string) hybrid.Limit {
-	l := s.limit
-	if l.Rate == 0 {
-		l = defaultLimit(name, s.mode)
+// workloadLimits are the limits the named workload runs with: -limit's
+// or the defaults, each with -algorithm.
+func (s settings) workloadLimits(name string) []hybrid.Limit {
+	from := s.limits
+	if from == nil {
+		from = defaultLimits(name, s.mode)
 	}
-	return hybrid.Limit{Algorithm: s.algorithm, Rate: l.Rate, Period: l.Period}
+	out := make([]hybrid.Limit, len(from))
+	for i, l := range from {
+		out[i] = hybrid.Limit{Algorithm: s.algorithm, Rate: l.Rate, Period: l.Period}
+	}
+	return out
 }
 
 // keyCount is the key-space size of the named workload.
@@ -103,6 +126,11 @@ func (s settings) keyCount(name string) int {
 			return s.keys
 		}
 		return zipfKeyCount
+	case seedWorkload:
+		if s.keys > 0 {
+			return s.keys
+		}
+		return seedKeyCount
 	default:
 		if s.keys > 0 {
 			return s.keys
@@ -111,37 +139,84 @@ func (s settings) keyCount(name string) int {
 	}
 }
 
-// newWorkload returns the workload of that name, one of workloadNames,
-// with the limit and key space the settings give it.
+// newWorkload returns the workload of that name, one of knownWorkloads,
+// with the limits and key space the settings give it.
 func newWorkload(name string, s settings) workload {
-	w := workload{name: name, limit: s.workloadLimit(name), s: s.zipfS}
+	w := workload{name: name, limits: s.workloadLimits(name), s: s.zipfS}
 	switch name {
 	case "hot":
-		w.keys = []string{keyPrefix() + "hot"}
+		w.keys = oneKey("hot")
 	case "overlimit":
-		w.keys = []string{keyPrefix() + "abuser"}
+		w.keys = oneKey("abuser")
 	case "zipf":
-		w.keys = keySpace("z:", s.keyCount(name))
+		w.keys = listedKeys("z:", s.keyCount(name))
+		w.zipf = true
+	case seedWorkload:
+		w.keys = madeKeys("s:", s.keyCount(name))
 		w.zipf = true
 	default:
-		w.keys = keySpace("u:", s.keyCount(name))
+		w.keys = listedKeys("u:", s.keyCount(name))
 	}
 	return w
 }
 
-// keySpaces caches key spaces by kind and size: building a million keys
-// takes a while, and every run of a process uses the same ones.
-var keySpaces struct {
+// keySpace is a workload's keys, "hlbench:<runID>:<kind><i>" for i in
+// [0, n), or one named key. They are held in memory (listedKeys), or
+// made from the index on each request (madeKeys): the seed's 10 M keys
+// held take 0.9 s to build and 456 MB of heap, which each garbage
+// collection would scan. A made key costs one allocation, the string, as
+// a service building a client's key for each request pays: 110-125 ns a
+// request against 65-83 ns for a held key, the Zipf draw included, over
+// 1 M or 10 M keys, and 25 B (BenchmarkKey, 2 cores), paid alike by both
+// systems; under 1 % of a decision that asks Redis (5-50 µs of CPU),
+// more of one answered in process. It is safe for concurrent use.
+type keySpace struct {
+	list   []string // every key; nil: made by key on each call
+	prefix string   // of the made keys
+	n      int
+}
+
+// oneKey is the key space of one key, "hlbench:<runID>:<name>".
+func oneKey(name string) keySpace {
+	return keySpace{list: []string{keyPrefix() + name}, n: 1}
+}
+
+// listedKeys is the key space of n keys of a kind, held in memory.
+func listedKeys(kind string, n int) keySpace {
+	return keySpace{list: keyList(kind, n), n: n}
+}
+
+// madeKeys is the key space of n keys of a kind, each made when asked
+// for.
+func madeKeys(kind string, n int) keySpace {
+	return keySpace{prefix: keyPrefix() + kind, n: n}
+}
+
+// len is the number of keys.
+func (ks keySpace) len() int { return ks.n }
+
+// key returns the i-th key, i in [0, len()).
+func (ks keySpace) key(i int) string {
+	if ks.list != nil {
+		return ks.list[i]
+	}
+	var buf [64]byte // on the stack: the string is the one allocation
+	return string(strconv.AppendInt(append(buf[:0], ks.prefix...), int64(i), 10))
+}
+
+// keyLists caches listed key spaces by kind and size: building a million
+// keys takes a while, and every run of a process uses the same ones.
+var keyLists struct {
 	mu sync.Mutex
 	m  map[string][]string
 }
 
-// keySpace returns n keys "hlbench:<runID>:<kind><i>".
-func keySpace(kind string, n int) []string {
-	keySpaces.mu.Lock()
-	defer keySpaces.mu.Unlock()
+// keyList returns n keys "hlbench:<runID>:<kind><i>".
+func keyList(kind string, n int) []string {
+	keyLists.mu.Lock()
+	defer keyLists.mu.Unlock()
 	id := kind + strconv.Itoa(n)
-	if ks, ok := keySpaces.m[id]; ok {
+	if ks, ok := keyLists.m[id]; ok {
 		return ks
 	}
 	prefix := keyPrefix() + kind
@@ -149,10 +224,10 @@ func keySpace(kind string, n int) []string {
 	for i := range keys {
 		keys[i] = prefix + strconv.Itoa(i)
 	}
-	if keySpaces.m == nil {
-		keySpaces.m = map[string][]string{}
+	if keyLists.m == nil {
+		keyLists.m = map[string][]string{}
 	}
-	keySpaces.m[id] = keys
+	keyLists.m[id] = keys
 	return keys
 }
 
@@ -165,9 +240,9 @@ type picker struct {
 }
 
 func (w workload) picker(seed uint64) *picker {
-	p := &picker{n: len(w.keys), rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))}
-	if w.zipf && len(w.keys) > 1 {
-		p.zipf = rand.NewZipf(p.rng, w.s, 1, uint64(len(w.keys)-1))
+	p := &picker{n: w.keys.len(), rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))}
+	if w.zipf && p.n > 1 {
+		p.zipf = rand.NewZipf(p.rng, w.s, 1, uint64(p.n-1))
 	}
 	return p
 }
