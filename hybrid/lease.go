@@ -31,8 +31,8 @@ type leaseReply = remote.Result
 // key is over its limit), the lease waits for the refill instead of
 // ending. While it is dry its requests are denied in process, with a
 // RetryAfter that counts to the next batch, and the next batch is asked
-// for one poll later: a batch's refill time at the limit's rate (ceiling
-// units), or Redis's RetryAfter if longer. So a client hammering a key far
+// for one poll later: a batch's refill time (ceiling units) at the rate of
+// the limit that bound the short batch, or Redis's RetryAfter if longer. So a client hammering a key far
 // over a fast limit costs a few Redis calls per poll across all instances,
 // and every unit the limit refills is taken and spent.
 //
@@ -117,13 +117,14 @@ type leaseEntry struct {
 	waitUntil atomic.Int64
 	resetAt   atomic.Int64 // ns since base when the binding limit is full again
 	remaining atomic.Int64 // the binding limit's remaining, as the last batch's answer said
-	poll      int64        // ns for a batch of ceiling units to refill, at the slowest limit's rate
+	polls     []int64      // per limit, ns for a batch of ceiling units to refill at its rate
 
 	// LeakyBucket: the time (ns since base) the work ahead of the batch's
 	// first place has drained, and the drain interval of one place (the
 	// longest of the request's LeakyBucket limits). 0 tick: no LeakyBucket.
-	slot0 atomic.Int64
-	tick  int64
+	slot0   atomic.Int64
+	slotEnd atomic.Int64 // the time (ns since base) the batch's last place has drained
+	tick    int64
 
 	// Written only by requests for the key with other limits (see idle).
 	probeUnits atomic.Int64
@@ -198,7 +199,7 @@ func newEntry(nd *node, req remote.Request, ceiling int64) *leaseEntry {
 	e := &leaseEntry{req: req.Keep(nil), node: nd}
 	for _, lim := range e.req.Limits() {
 		e.windowed = e.windowed || lim.Algorithm == FixedWindow
-		e.poll = max(e.poll, int64(time.Duration(ceiling)*lim.Period/time.Duration(lim.Rate)))
+		e.polls = append(e.polls, int64(time.Duration(ceiling)*lim.Period/time.Duration(lim.Rate)))
 		if lim.Algorithm == LeakyBucket {
 			e.tick = max(e.tick, int64(lim.Period/time.Duration(lim.Rate)))
 		}
@@ -215,11 +216,26 @@ func (ls *leases) arrived(e *leaseEntry, lease remote.Result, want int64, now in
 	e.expires.Store(now + int64(ls.ttl(lease.ResetAfter, e.req.Limits())))
 	e.resetAt.Store(now + int64(lease.ResetAfter))
 	e.remaining.Store(lease.Remaining)
-	e.slot0.Store(now + int64(lease.Delay))
+	if e.tick > 0 {
+		// A batch's places follow the previous batch's in Redis's queue.
+		// Each slot0 errs late by its reply's travel; a batch answered
+		// later than the next would let the next one's places in among
+		// its own, and the output would outrun the rate by the
+		// difference (TestLeaseLeakyBucketKeepsShaping saw 0.6 ms).
+		slot0 := max(now+int64(lease.Delay), e.slotEnd.Load())
+		e.slot0.Store(slot0)
+		e.slotEnd.Store(slot0 + lease.Granted*e.tick)
+	} else {
+		e.slot0.Store(now + int64(lease.Delay))
+	}
 	e.took.Store(now)
 	if lease.Granted < want {
 		e.short.Store(true)
-		e.waitUntil.Store(now + max(e.poll, int64(lease.RetryAfter)))
+		// The limit that bound the batch refills it; a slower one that did
+		// not bind (8/min beside 5/s) would hold the key back for its own
+		// refill, seconds, while the binding one refills in a fraction.
+		poll := e.polls[min(max(lease.Binding, 0), len(e.polls)-1)]
+		e.waitUntil.Store(now + max(poll, int64(lease.RetryAfter)))
 	} else {
 		e.short.Store(false)
 	}
@@ -337,8 +353,8 @@ func (ls *leases) spend(key string, n int64, limits []Limit) (r Result, served, 
 func (ls *leases) size(nd *node, rate float64, n int64, limits []Limit) int64 {
 	cover := max(ls.l.cfg.Lease.RenewEvery, 2*time.Duration(nd.rtt.Load()))
 	want := int64(rate * cover.Seconds())
-	warm := min(minLeaseBatch, int64(rate*ls.l.cfg.Lease.TTL.Seconds()/2))
-	return min(max(want, warm, n), ls.ceiling(limits))
+	want = max(want, min(minLeaseBatch, int64(rate*ls.l.cfg.Lease.TTL.Seconds()/2)))
+	return min(max(want, n), ls.ceiling(limits))
 }
 
 // minLeaseBatch: a warm key's batch holds up to this many units, if half
@@ -360,6 +376,7 @@ func (ls *leases) threshold(rate float64, limits []Limit) float64 {
 	}
 	return lc.HotRate
 }
+
 
 // ceiling is the most units a key's lease may hold: MaxFraction of the
 // smallest capacity, at least 1; for FixedWindow limits alone, the whole
@@ -451,6 +468,11 @@ func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, req re
 	granted := max(lease.Granted-n, 0)
 	e.given.Store(granted)
 	ls.arrived(e, lease, want, ls.now())
+	if e.tick > 0 {
+		// The taker holds the batch's first n places: the units left are
+		// places n and on.
+		e.slot0.Add(n * e.tick)
+	}
 	e.units.Store(granted)
 	e.renewing.Store(false)
 	if lease.Granted == 0 {
@@ -523,8 +545,18 @@ func (ls *leases) renew(key string, e *leaseEntry) bool {
 		// Redis's remaining first: a spend between the two stores then
 		// counts the batch once too few, never twice (above capacity).
 		e.remaining.Store(lease.Remaining)
-		e.given.Store(e.units.Add(lease.Granted))
-		ls.arrived(e, lease, want, ls.now())
+		if e.tick > 0 {
+			// Places: where the batch's places fall (slot0, given) is set
+			// before they can be spent. A spend between the units and
+			// slot0 numbered the new batch's places from the last batch's
+			// slot0, and released two places at each drain time.
+			e.given.Store(max(e.units.Load(), 0) + lease.Granted)
+			ls.arrived(e, lease, want, ls.now())
+			e.units.Add(lease.Granted)
+		} else {
+			e.given.Store(e.units.Add(lease.Granted))
+			ls.arrived(e, lease, want, ls.now())
+		}
 		// Expired meanwhile: whatever expire did not take back goes back now.
 		if cur, _ := ls.entries.Load(key); cur != e {
 			if left := e.units.Swap(0); left > 0 {
