@@ -377,7 +377,6 @@ func (ls *leases) threshold(rate float64, limits []Limit) float64 {
 	return lc.HotRate
 }
 
-
 // ceiling is the most units a key's lease may hold: MaxFraction of the
 // smallest capacity, at least 1; for FixedWindow limits alone, the whole
 // capacity. A FixedWindow lease ends with its window, so its units are
