@@ -2,7 +2,6 @@ package remote
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -30,7 +29,7 @@ func TestLoadChoosesFunctions(t *testing.T) {
 		if d, _, err := s.decide(ctx, "k", 1, l); err != nil || !d.Allowed {
 			t.Fatalf("decide = %+v, %v", d, err)
 		}
-		if n := fcalls(t, rdb); n != scriptCalls(t, rdb)-before || n == 0 {
+		if n := commandCalls(t, rdb, "fcall"); n != scriptCalls(t, rdb)-before || n == 0 {
 			t.Errorf("%d FCALLs of %d calls; want every call a FCALL", n, scriptCalls(t, rdb)-before)
 		}
 		// Loading again (another instance starting) is fine.
@@ -127,24 +126,4 @@ func used(t *testing.T, s *Store, key string, l limit.Limit) int64 {
 		t.Fatal(err)
 	}
 	return l.Capacity() - r.Remaining
-}
-
-// fcalls counts the FCALL calls the server has executed.
-func fcalls(t *testing.T, rdb *redis.Client) int64 {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_fcall:calls="); ok {
-			n, _, _ := strings.Cut(rest, ",")
-			var v int64
-			for _, ch := range n {
-				v = v*10 + int64(ch-'0')
-			}
-			return v
-		}
-	}
-	return 0
 }

@@ -386,14 +386,21 @@ func TestPausedNodeBoundedByContext(t *testing.T) {
 // (EVALSHA and FCALL calls).
 func scriptCalls(t *testing.T, rdb *redis.Client) int64 {
 	t.Helper()
+	return commandCalls(t, rdb, "evalsha", "fcall")
+}
+
+// commandCalls sums the calls of the named commands the server has
+// executed (INFO commandstats).
+func commandCalls(t *testing.T, rdb *redis.Client, names ...string) int64 {
+	t.Helper()
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var total int64
 	for _, line := range strings.Split(info, "\r\n") {
-		for _, p := range []string{"cmdstat_evalsha:calls=", "cmdstat_fcall:calls="} {
-			if rest, ok := strings.CutPrefix(line, p); ok {
+		for _, name := range names {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_"+name+":calls="); ok {
 				n, _, _ := strings.Cut(rest, ",")
 				v, _ := strconv.ParseInt(n, 10, 64)
 				total += v
