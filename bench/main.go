@@ -49,7 +49,7 @@ func exitCode(err error) int {
 // also when ctx is cancelled (then it reports the results it has and
 // returns an error wrapping ctx.Err()). Errors from a bad command line
 // wrap errUsage. No goroutine it started outlives it.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	s, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -57,6 +57,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
+	return runMode(ctx, s, stdout, stderr, nil)
+}
+
+// runMode runs the mode s selects, as run does once the flags are parsed;
+// started, when not nil, is given the nodes once they answer.
+func runMode(ctx context.Context, s settings, stdout, stderr io.Writer, started func(*cluster)) (err error) {
 	if s.mode != modeCompare {
 		if err := os.MkdirAll(s.out, 0o755); err != nil {
 			return fmt.Errorf("bench: -out: %w", err)
@@ -78,6 +84,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	defer func() { err = errors.Join(err, cl.close(ctx)) }()
+	if started != nil {
+		started(cl)
+	}
 
 	e := &env{s: s, cl: cl, stderr: stderr}
 	if s.mode == modeFault {
