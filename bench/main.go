@@ -44,11 +44,12 @@ func exitCode(err error) int {
 
 // run is the whole program: it parses args, starts the nodes (or connects
 // to those of -nodes), runs the mode the flags select and writes the
-// report to stdout and the charts to -out. It stops every node it started
-// and deletes what it wrote on nodes it did not start before returning,
-// also when ctx is cancelled (then it reports the results it has and
-// returns an error wrapping ctx.Err()). Errors from a bad command line
-// wrap errUsage. No goroutine it started outlives it.
+// report to stdout and the charts to -out (with -report, each mode of the
+// standard set in turn, into one Markdown file: runReport). It stops
+// every node it started and deletes what it wrote on nodes it did not
+// start before returning, also when ctx is cancelled (then it reports the
+// results it has and returns an error wrapping ctx.Err()). Errors from a
+// bad command line wrap errUsage. No goroutine it started outlives it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	s, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -56,6 +57,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	if s.report != "" {
+		return runReport(ctx, s, args, stdout, stderr)
 	}
 	return runMode(ctx, s, stdout, stderr, nil)
 }
