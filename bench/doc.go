@@ -10,6 +10,7 @@
 //	go run ./bench -fault kill          # fault timeline: table and fault-timeline.svg
 //	go run ./bench -fault slow          # the same while one node's replies take 25ms
 //	go run ./bench -cluster -fault failover   # a cluster master killed, its replica promoted
+//	go run ./bench -report docs/figures.md    # all of them: one Markdown report and its charts
 //
 // # Nodes
 //
@@ -365,6 +366,50 @@
 // in a thousand of the decisions), from the caller's side: on a machine
 // whose processors are all busy it includes the wait for one.
 //
+// # The standard set: -report
+//
+// -report FILE runs the standard set, one mode after the other, and
+// writes one Markdown report to FILE, its charts beside it (FILE's
+// directory, created if missing):
+//
+//	go run ./bench -report docs/figures.md   # several minutes: the sum of its sections
+//
+// The sections, in this order: the comparison (go run ./bench), -sweep
+// lease, -sweep load, -fault kill, pause, restart, slow and flap, and
+// -fault failover on an embedded Redis Cluster (-cluster), this one only
+// where the embedded nodes are redis-server (miniredis has no cluster).
+// Each runs in this process as its own command runs it alone, on nodes of
+// its own, started and stopped as that command would, and names that
+// command.
+//
+// The report opens with the date and how long the run took; the command
+// line (passwords hidden); the commit: git rev-parse HEAD when bench runs
+// in a git checkout of this module, and whether git status lists
+// changes, else the revision go build stamped into the binary, else
+// "unknown"; the machine: cores, GOMAXPROCS, the CPU model (from
+// /proc/cpuinfo) and the memory (/proc/meminfo); the OS, its distribution
+// and kernel; the load average (/proc/loadavg) at the start and at the
+// end; the Go version; and the nodes' Redis version. Then the contents,
+// with a line for each fault timeline that does not run, and why. Each
+// section gives its command, how long it took and the load average at
+// its start, then what the mode prints: the nodes, run and limits lines
+// and the lines after a table in fenced blocks, the tables as Markdown
+// tables, and its chart, linked: lease-sweep.svg, latency-throughput.svg,
+// fault-timeline-<fault>.svg. A line on stderr names each section as it
+// starts (not with -q); stdout lists the files written. Everything is
+// written beside FILE first and moved into place once every section has
+// run: an interrupted or failed run leaves an earlier report as it was.
+//
+// Only these flags go with -report, passed to the sections' commands:
+// -duration (per run, point or step, and the length of each fault
+// timeline, whose rows are then a twelfth of it, at least 10ms, unless
+// -interval says), -interval (the fault timelines), -max-load (the load
+// sweep), -instances, -concurrency, -keys, -q, and -nodes, -cluster and
+// -tls-*, as the modes take them: with -nodes no fault timeline runs
+// (faults are injected into embedded nodes only), with -cluster only
+// failover. Any other flag with -report is a usage error: the standard
+// set runs each mode with its defaults.
+//
 // # Flags
 //
 //	-nodes URLs           existing nodes instead of embedded ones; with -cluster, the
@@ -413,6 +458,8 @@
 //	                      (default the current directory; created if missing)
 //	-json                 JSON lines on stdout instead of tables (see Output)
 //	-q                    no progress bar
+//	-report FILE          run the standard set and write one Markdown report to
+//	                      FILE, the charts beside it (see The standard set)
 //
 // While it runs, bench draws a progress bar on stderr when stderr is a
 // terminal, unless -q is given.

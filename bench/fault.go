@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/redis/go-redis/v9/logging"
@@ -688,7 +687,7 @@ func printFault(w io.Writer, asJSON bool, timeline []second, sum faultSummary) e
 			cols = append(cols, src)
 		}
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := newTable(w)
 	fmt.Fprintf(tw, "t\tdecisions/s\t%s\terrors\tp99\tdegraded\topened/closed\tvictim fm\tvictim p99\tothers p99\tevent\n", strings.Join(withSuffix(cols, "/s"), "\t"))
 	for _, t := range timeline {
 		fmt.Fprintf(tw, "%.1fs\t%.0f", t.T, t.DecisionsPerSec)

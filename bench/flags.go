@@ -91,6 +91,8 @@ type settings struct {
 	out           string           // directory for the charts
 	json          bool
 	quiet         bool
+	report        string   // -report: the Markdown file; "" for a single mode
+	reportArgs    []string // -report: the flags every section's command is given
 }
 
 // parse reads the command line. Errors wrap errUsage and are one line.
@@ -124,6 +126,7 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	fs.StringVar(&s.out, "out", ".", "directory the charts are written to")
 	fs.BoolVar(&s.json, "json", false, "print one JSON object per result line instead of tables")
 	fs.BoolVar(&s.quiet, "q", false, "quiet: no progress bar on stderr")
+	fs.StringVar(&s.report, "report", "", "run the standard set (the comparison, -sweep lease, -sweep load and the fault timelines), each as its own command would, and write one Markdown report to `file` with the charts beside it; -duration, -interval, -max-load, -instances, -concurrency, -keys, -nodes, -cluster, -tls-* and -q pass to the sections")
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -142,6 +145,9 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 
 	if fs.NArg() > 0 {
 		return bad("unexpected argument %q", fs.Arg(0))
+	}
+	if set["report"] {
+		return reportSettings(s, fs, set)
 	}
 	s.mode = modeCompare
 	switch {

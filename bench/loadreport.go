@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -67,7 +66,7 @@ func (r *loadReport) flush() error {
 	}
 	r.done = true
 	rows := r.ordered()
-	tw := tabwriter.NewWriter(r.w, 0, 0, 2, ' ', 0)
+	tw := newTable(r.w)
 	fmt.Fprintln(tw, "workload\tsystem\toffered/s\tachieved/s\tp50\tp99\tp99.9\tmax\tgen lag p99\tredis calls/decision\tcpu/decision client+redis\tsources\tlimited by")
 	for _, row := range rows {
 		limited := "-"

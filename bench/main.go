@@ -44,12 +44,13 @@ func exitCode(err error) int {
 
 // run is the whole program: it parses args, starts the nodes (or connects
 // to those of -nodes), runs the mode the flags select and writes the
-// report to stdout and the charts to -out. It stops every node it started
-// and deletes what it wrote on nodes it did not start before returning,
-// also when ctx is cancelled (then it reports the results it has and
-// returns an error wrapping ctx.Err()). Errors from a bad command line
-// wrap errUsage. No goroutine it started outlives it.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+// report to stdout and the charts to -out (with -report, each mode of the
+// standard set in turn, into one Markdown file: runReport). It stops
+// every node it started and deletes what it wrote on nodes it did not
+// start before returning, also when ctx is cancelled (then it reports the
+// results it has and returns an error wrapping ctx.Err()). Errors from a
+// bad command line wrap errUsage. No goroutine it started outlives it.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	s, err := parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -57,6 +58,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
+	if s.report != "" {
+		return runReport(ctx, s, args, stdout, stderr)
+	}
+	return runMode(ctx, s, stdout, stderr, nil)
+}
+
+// runMode runs the mode s selects, as run does once the flags are parsed;
+// started, when not nil, is given the nodes once they answer.
+func runMode(ctx context.Context, s settings, stdout, stderr io.Writer, started func(*cluster)) (err error) {
 	if s.mode != modeCompare {
 		if err := os.MkdirAll(s.out, 0o755); err != nil {
 			return fmt.Errorf("bench: -out: %w", err)
@@ -78,6 +88,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	defer func() { err = errors.Join(err, cl.close(ctx)) }()
+	if started != nil {
+		started(cl)
+	}
 
 	e := &env{s: s, cl: cl, stderr: stderr}
 	if s.mode == modeFault {

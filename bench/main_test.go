@@ -282,6 +282,17 @@ func TestBadFlags(t *testing.T) {
 		{"-out", ""},
 		{"-nosuchflag"},
 		{"extra"},
+		{"-report", ""},
+		{"-report", "r.md", "-json"},
+		{"-report", "r.md", "-sweep", "lease"},
+		{"-report", "r.md", "-fault", "kill"},
+		{"-report", "r.md", "-out", "charts"},
+		{"-report", "r.md", "-workload", "hot"},
+		{"-report", "r.md", "-lease-fraction", "0.02"},
+		{"-report", "r.md", "-tls-ca", "ca.pem"},
+		{"-report", "r.md", "-duration", "20ms"}, // the fault timelines' rows of 10ms: fewer than 3
+		{"-report", "r.md", "-max-load", "100"},
+		{"-report", "r.md", "-cluster", "-nodes", "redis://:secret@127.0.0.1:1/2"},
 	}
 	for _, args := range tests {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
@@ -310,7 +321,7 @@ func TestHelp(t *testing.T) {
 	}
 	for _, f := range []string{"-nodes", "-instances", "-concurrency", "-duration", "-workload", "-keys", "-zipf",
 		"-limit", "-algorithm", "-lease-fraction", "-sweep", "-max-load", "-fault", "-interval", "-cluster", "-tls-ca", "-tls-cert",
-		"-tls-key", "-out", "-json", "-q"} {
+		"-tls-key", "-out", "-json", "-q", "-report"} {
 		if !regexp.MustCompile(`(?m)^  ` + f + `[ \t\n]`).MatchString(stderr.String() + "\n") {
 			t.Errorf("run(-h) stderr lacks %s:\n%s", f, stderr.String())
 		}

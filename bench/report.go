@@ -6,7 +6,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
 )
@@ -17,7 +16,7 @@ type report struct {
 	json  bool
 	sweep bool // the table has the lease columns
 	enc   *json.Encoder
-	tw    *tabwriter.Writer
+	tw    tableWriter
 	rows  int
 	done  bool // flushed
 	w     io.Writer
@@ -28,7 +27,7 @@ func newReport(w io.Writer, asJSON, sweep bool) *report {
 	if asJSON {
 		return &report{json: true, enc: json.NewEncoder(w), w: w}
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := newTable(w)
 	if sweep {
 		fmt.Fprintln(tw, "workload\tsystem\tlease\tdecisions/s\tp50\tp99\tredis calls/decision\tadmitted/ideal\tlease units max\tbound\tsources")
 	} else {
