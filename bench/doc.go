@@ -374,8 +374,9 @@
 //
 //	go run ./bench -report docs/figures.md   # several minutes: the sum of its sections
 //
-// The sections, in this order: the comparison (go run ./bench), -sweep
-// lease, -sweep load, -fault kill, pause, restart, slow and flap, and
+// The sections, in this order: the comparison (go run ./bench), the
+// seed's workload on one instance (-workload seed -instances 1, which
+// docs/capacity.md sizes a service from), -sweep lease, -sweep load, -fault kill, pause, restart, slow and flap, and
 // -fault failover on an embedded Redis Cluster (-cluster), this one only
 // where the embedded nodes are redis-server (miniredis has no cluster).
 // Each runs in this process as its own command runs it alone, on nodes of

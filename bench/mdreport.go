@@ -127,6 +127,9 @@ func reportPlan(passed []string) (secs []section, notes []string, err error) {
 	}
 	secs = []section{
 		{title: "Comparison", args: args(modeCompare)},
+		// docs/capacity.md sizes the seed's service from this one: one
+		// instance, whatever -instances the report was given.
+		{title: "The seed's workload, one instance", args: append(slices.DeleteFunc(args(modeCompare, "-workload", "seed"), instancesFlag()), "-instances", "1")},
 		{title: "Lease sweep", args: args(modeSweep, "-sweep", "lease"), chart: sweepChart, name: sweepChart},
 		{title: "Open-loop load sweep", args: args(modeLoad, "-sweep", "load"), chart: loadChart, name: loadChart},
 	}
@@ -152,6 +155,23 @@ func reportPlan(passed []string) (secs []section, notes []string, err error) {
 		}
 	}
 	return secs, notes, nil
+}
+
+// instancesFlag returns a filter of a section's arguments that drops
+// -instances and its value.
+func instancesFlag() func(string) bool {
+	drop := false
+	return func(a string) bool {
+		if drop {
+			drop = false
+			return true
+		}
+		if a == "-instances" {
+			drop = true
+			return true
+		}
+		return false
+	}
 }
 
 // passedFlag reports whether passed ("name=value") sets the flag name to

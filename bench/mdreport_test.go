@@ -18,8 +18,8 @@ import (
 // header's fields, the contents, a section per mode of the standard set
 // with the command that reproduces it, the nodes line in a fenced block,
 // the mode's tables as Markdown tables, and each chart it links, beside
-// it. It asserts no figure. Bounded: 8 sections of runs of 150ms on
-// miniredis, the load sweep one step, about 10s under -race on 2 cores;
+// it. It asserts no figure. Bounded: 9 sections of runs of 150ms on
+// miniredis, the load sweep one step, about 12s under -race on 2 cores;
 // the context's deadline of 2 minutes fails it rather than let it hang.
 func TestReport(t *testing.T) {
 	t.Setenv(miniredisEnv, "1")
@@ -62,12 +62,16 @@ func TestReport(t *testing.T) {
 		title, anchor, command, table, chart string
 	}{
 		{"Comparison", "comparison", "go run ./bench -concurrency 4", "| workload | system | decisions/s |", ""},
+		{"The seed's workload, one instance", "the-seeds-workload-one-instance", "go run ./bench -workload seed -concurrency 4", "| workload | system | decisions/s |", ""},
 		{"Lease sweep", "lease-sweep", "go run ./bench -sweep lease -concurrency 4", "| workload | system | lease |", "lease-sweep.svg"},
 		{"Open-loop load sweep", "open-loop-load-sweep", "go run ./bench -sweep load -concurrency 4", "| workload | system | offered/s |", "latency-throughput.svg"},
 	}
 	for _, k := range faultKinds {
 		sections = append(sections, struct{ title, anchor, command, table, chart string }{
 			"Fault timeline: " + k, "fault-timeline-" + k, "go run ./bench -fault " + k + " -concurrency 4", "| t | decisions/s |", "fault-timeline-" + k + ".svg"})
+	}
+	if !strings.Contains(md, "-q -instances 1`") || strings.Contains(md, "-workload seed -concurrency 4 -duration 150ms -instances 2") {
+		t.Errorf("the seed's section does not run one instance whatever -instances the report got:\n%s", md)
 	}
 	got := strings.Split(body, "\n## ")
 	if len(got) != len(sections)+1 { // and the contents
