@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/internal/redistest"
 )
 
 // targetRate is the decisions per second the capacity line plans for: the
@@ -56,19 +57,11 @@ func nodeCPU(ctx context.Context, o *redis.Options) (time.Duration, error) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
 	defer cancel()
-	info, err := c.InfoMap(ctx, "cpu").Result()
+	d, err := redistest.UsedCPU(ctx, c)
 	if err != nil {
-		return 0, fmt.Errorf("bench: INFO cpu on %s: %w", o.Addr, err)
+		return 0, fmt.Errorf("bench: on %s: %w", o.Addr, err)
 	}
-	var sum float64
-	for _, f := range []string{"used_cpu_user", "used_cpu_sys"} {
-		v, err := strconv.ParseFloat(info["CPU"][f], 64)
-		if err != nil {
-			return 0, fmt.Errorf("bench: INFO cpu on %s: %s %q", o.Addr, f, info["CPU"][f])
-		}
-		sum += v
-	}
-	return time.Duration(sum * float64(time.Second)), nil
+	return d, nil
 }
 
 // redisCPU is cl.redisCPU, saying once on stderr why the nodes' CPU

@@ -359,22 +359,16 @@ func (ls *leases) size(nd *node, rate float64, n int64, limits []Limit) int64 {
 
 // minLeaseBatch: a warm key's batch holds up to this many units, if half
 // a lease's TTL of its demand covers them (see size); a key is leased from
-// WarmRate only if its batch may hold that many (see threshold).
+// WarmRate only if its batch may hold that many (see hot).
 const minLeaseBatch = 8
 
-// threshold is the demand from which a key with limits is leased:
-// WarmRate if its lease may hold minLeaseBatch units, else HotRate. rate,
-// the key's demand, is below both on the cold path, which then reads no
+// hot reports whether a key with limits and a demand of rate requests a
+// second is leased: from HotRate, or from WarmRate if its lease may hold
+// minLeaseBatch units. On the cold path, below WarmRate, it reads no
 // limit.
-func (ls *leases) threshold(rate float64, limits []Limit) float64 {
+func (ls *leases) hot(rate float64, limits []Limit) bool {
 	lc := &ls.l.cfg.Lease
-	if rate < lc.WarmRate || rate >= lc.HotRate {
-		return lc.WarmRate
-	}
-	if ls.ceiling(limits) >= minLeaseBatch {
-		return lc.WarmRate
-	}
-	return lc.HotRate
+	return rate >= lc.HotRate || rate >= lc.WarmRate && ls.ceiling(limits) >= minLeaseBatch
 }
 
 // ceiling is the most units a key's lease may hold: MaxFraction of the

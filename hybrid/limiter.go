@@ -310,7 +310,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	}
 	deadline := l.deadline(ctx, time.Now())
 	if lease {
-		if rate := l.leases.demand(key); rate >= l.leases.threshold(rate, limits) {
+		if rate := l.leases.demand(key); l.leases.hot(rate, limits) {
 			r, st, why, err := l.leases.take(ctx, deadline, nd, req, rate)
 			switch st {
 			case taken:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -222,19 +221,13 @@ func processCPU(b *testing.B) time.Duration {
 // serversCPU is the CPU time the servers have used, from INFO cpu.
 func serversCPU(b *testing.B, srv []*redistest.Server) time.Duration {
 	b.Helper()
-	var total float64
+	var total time.Duration
 	for _, s := range srv {
-		info, err := s.Client(b).Info(context.Background(), "cpu").Result()
+		d, err := redistest.UsedCPU(context.Background(), s.Client(b))
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, line := range strings.Split(info, "\r\n") {
-			name, val, ok := strings.Cut(line, ":")
-			if ok && (name == "used_cpu_user" || name == "used_cpu_sys") {
-				f, _ := strconv.ParseFloat(val, 64)
-				total += f
-			}
-		}
+		total += d
 	}
-	return time.Duration(total * float64(time.Second))
+	return total
 }

@@ -92,25 +92,10 @@ func TestRedisBytesPerKey(t *testing.T) {
 	before = usedMemory(t, rdb)
 	rl := redis_rate.Limit{Rate: 1000, Burst: 1000, Period: day}
 	lim := redis_rate.NewLimiter(rdb)
-	var wg sync.WaitGroup
-	errs := make(chan error, 32)
-	for w := 0; w < 32; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := w; j < n; j += 32 {
-				if _, err := lim.Allow(ctx, keys[j], rl); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		t.Fatal(err)
-	}
+	eachClient(t, n, func(j int) error {
+		_, err := lim.Allow(ctx, keys[j], rl)
+		return err
+	})
 	if got := rdb.DBSize(ctx).Val(); got != int64(n) {
 		t.Fatalf("redis_rate: DBSIZE = %d, want %d", got, n)
 	}
@@ -140,26 +125,14 @@ func TestRedisBytesPerKey(t *testing.T) {
 	perClient := float64(usedMemory(t, rdb)-before) / float64(n)
 	flush(t, rdb)
 	before = usedMemory(t, rdb)
-	errs = make(chan error, 32)
-	for w := 0; w < 32; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := w; j < n; j += 32 {
-				for k, l := range seed {
-					if _, err := lim.AllowN(ctx, keys[j]+":"+strconv.Itoa(k), redis_rate.Limit{Rate: int(l.Rate), Burst: int(l.Rate), Period: l.Period}, 100); err != nil {
-						errs <- err
-						return
-					}
-				}
+	eachClient(t, n, func(j int) error {
+		for k, l := range seed {
+			if _, err := lim.AllowN(ctx, keys[j]+":"+strconv.Itoa(k), redis_rate.Limit{Rate: int(l.Rate), Burst: int(l.Rate), Period: l.Period}, 100); err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		t.Fatal(err)
-	}
+		}
+		return nil
+	})
 	// Per client as counted: redis_rate is one call per key, and at a
 	// million clients its minute keys may start to expire before the
 	// last is written.
@@ -211,4 +184,29 @@ func usedMemory(t *testing.T, rdb *redis.Client) int64 {
 	}
 	t.Fatal("no used_memory in INFO memory")
 	return 0
+}
+
+// eachClient runs fn for the clients 0 to n-1 from 32 goroutines, as many
+// callers would, and fails the test at the first error.
+func eachClient(t *testing.T, n int, fn func(j int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := w; j < n; j += 32 {
+				if err := fn(j); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
 }

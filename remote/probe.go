@@ -91,15 +91,14 @@ func (s *Store) Probe(ctx context.Context) (err error) {
 		return wrap("loading the scripts", err)
 	}
 	// A call of entry e against limits on the reserved keys, after head.
-	probe := func(e entry, limits []limit.Limit, one bool, head ...any) *call {
-		keys, args := s.appendTagged(make([]string, 0, len(limits)), head, probeTag, limits)
-		return &call{e: e, sc: s.scripts.script(e, limits, one), keys: keys, args: args}
+	probe := func(e entry, limits []limit.Limit, head ...any) *call {
+		return s.tagCall(e, probeTag, limits, head...)
 	}
 	// The reserved keys share one hash tag: one DEL, on one slot (Reset's
 	// command too), even after a step failed, so that none outlives the
 	// probe (their TTLs are a second; miniredis's clock never moves).
 	defer func() {
-		keys := probe(entryPeek, probeLimits, true).keys
+		keys := probe(entryPeek, probeLimits).keys
 		del := make([]any, 0, 1+len(keys))
 		del = append(del, "del")
 		for _, k := range keys {
@@ -112,7 +111,7 @@ func (s *Store) Probe(ctx context.Context) (err error) {
 	}()
 	// A decision of one unit (decide.lua's head for set 0) against limits.
 	decide := func(limits []limit.Limit) *call {
-		c := probe(entryDecide, limits, true, 1)
+		c := probe(entryDecide, limits, 1)
 		c.args = append(c.args, Request{n: 1}.head(0))
 		return c
 	}
@@ -122,20 +121,20 @@ func (s *Store) Probe(ctx context.Context) (err error) {
 	if err := s.runInts(ctx, decide(probeLimits)).Err(); err != nil {
 		return wrap("decide.lua", err)
 	}
-	v, err := s.runInts(ctx, probe(entryLease, probeLimits, true, 1)).Result()
+	v, err := s.runInts(ctx, probe(entryLease, probeLimits, 1)).Result()
 	if err != nil {
 		return wrap("lease.lua", err)
 	}
 	if len(v) != 7 {
 		return fmt.Errorf("%w: %d values from lease, want 7", ErrReply, len(v))
 	}
-	if err := s.runCmd(ctx, probe(entryGiveBack, probeLimits, true, v[0], v[6])).Err(); err != nil && !errors.Is(err, redis.Nil) {
+	if err := s.runCmd(ctx, probe(entryGiveBack, probeLimits, v[0], v[6])).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return wrap("giveback.lua", err)
 	}
-	if err := s.runCmd(ctx, probe(entryGiveBack, probeLimits, true, 1, -1)).Err(); err != nil && !errors.Is(err, redis.Nil) {
+	if err := s.runCmd(ctx, probe(entryGiveBack, probeLimits, 1, -1)).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return wrap("giveback.lua (refund)", err)
 	}
-	if err := s.runInts(ctx, probe(entryPeek, probeLimits, true)).Err(); err != nil {
+	if err := s.runInts(ctx, probe(entryPeek, probeLimits)).Err(); err != nil {
 		return wrap("peek.lua", err)
 	}
 	return nil

@@ -179,7 +179,7 @@ type Result struct {
 }
 
 // maxSets is how many sets of limits one decide call can name (SETS in
-// decide.lua): a request's head is its cost times maxSets plus its set.
+// prelude.lua): a request's head is its cost times maxSets plus its set.
 const maxSets = 1024
 
 // head is a request's head in a decide call (decide.lua), naming set:
@@ -292,17 +292,20 @@ func (s *Store) decideCall(reqs []Request) *call {
 // entryCall is the call of entry e for req's key and limits, after the
 // arguments head.
 func (s *Store) entryCall(e entry, req Request, head ...any) *call {
-	keys, args := s.appendRequest(make([]string, 0, len(req.limits)), head, req.key, req.limits)
-	return &call{e: e, sc: s.scripts.script(e, req.limits, true), keys: keys, args: args}
+	return s.tagCall(e, tagOf(req.key), req.limits, head...)
 }
 
-// appendRequest appends the keys and arguments of one request for key.
-func (s *Store) appendRequest(keys []string, args []any, key string, limits []limit.Limit) ([]string, []any) {
-	return s.appendTagged(keys, args, tagOf(key), limits)
+// tagCall is the call of entry e, one request, for the keys of limits
+// under hash tag tag (tagOf of a user key, or the probe's reserved tag),
+// after the arguments head.
+func (s *Store) tagCall(e entry, tag string, limits []limit.Limit, head ...any) *call {
+	keys, args := s.appendTagged(make([]string, 0, len(limits)), head, tag, limits)
+	return &call{e: e, sc: s.scripts.script(e, limits, true), keys: keys, args: args}
 }
 
-// appendTagged is appendRequest for the keys of hash tag tag (tagOf of a
-// user key, or the probe's reserved tag).
+// appendTagged appends the keys and arguments of one request for the keys
+// of hash tag tag (tagOf of a user key, or the probe's reserved tag): the
+// number of limits, then each limit's five integers.
 func (s *Store) appendTagged(keys []string, args []any, tag string, limits []limit.Limit) ([]string, []any) {
 	args = append(args, len(limits))
 	for _, l := range limits {

@@ -11,7 +11,6 @@
 -- µs); for another decision allowed (1 or 0), binding, remaining, retry,
 -- reset, delay (several unnamed token buckets in one step, TB.take_all); for a lease, as lease.lua takes it, granted, binding,
 -- remaining, retry, reset, delay and the server time (µs) of the lease.
-local SETS = 1024
 local now = clock()
 local sets, ai = read_sets()
 local out = {}

@@ -4,6 +4,9 @@ local TWO26 = 67108864
 local TWO51 = 2251799813685248
 local TWO52 = 4503599627370496
 local ALG = {}
+-- A decide call's request head is cost × SETS + the index of its set of
+-- limits (remote's maxSets).
+local SETS = 1024
 
 -- Globals bound to locals by bind_globals(): a local is a register, a
 -- global a table lookup. Not at the top level: a Redis function library

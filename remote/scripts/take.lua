@@ -4,7 +4,6 @@
 -- bind, leases), which Redis would build on every call. ARGV and reply are
 -- decide.lua's for one set of one limit and one request. Only for EVAL: a
 -- Redis function library is built once, and its decide does the same.
-local SETS = 1024
 local now = clock()
 local sp = {alg = tonumber(ARGV[3]), q = tonumber(ARGV[4]), p = tonumber(ARGV[5]), r = tonumber(ARGV[6]), c = tonumber(ARGV[7])}
 local ok, remaining, retry, reset = ALG[sp.alg].take(KEYS[1], sp, now, floor(tonumber(ARGV[8]) / SETS))
