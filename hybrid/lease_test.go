@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/hybridlimit/hybridlimit/internal/redistest"
 )
 
@@ -439,5 +442,89 @@ func TestLeaseSpendAllocatesNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("an answer from a lease allocates %v times, want 0", allocs)
+	}
+}
+
+// TestLeaseUnitsSumIsExact: Stats.LeaseUnits is a running sum, moved by
+// every change of a lease's units; once nothing is spent or renewed it is
+// the units the leases hold, counted one by one, while keys are spent from
+// many goroutines, leases expire, keys are Reset and the ring changes
+// (which ends leases while they are being taken).
+func TestLeaseUnitsSumIsExact(t *testing.T) {
+	lim, _ := newMini(t, 2, Config{Lease: LeaseConfig{HotRate: 1, TTL: 30 * time.Millisecond}})
+	extra := miniredis.RunT(t)
+	xc := redis.NewClient(&redis.Options{Addr: extra.Addr()})
+	t.Cleanup(func() { xc.Close() })
+	ctx := context.Background()
+	lims := []Limit{PerSecond(100_000), PerMinute(50_000)}
+	walk := func() (n int64) {
+		lim.leases.entries.Range(func(_, v any) bool {
+			n += v.(*leaseEntry).units.Load()
+			return true
+		})
+		return n
+	}
+	settled := func(what string) {
+		t.Helper()
+		// Renewals and give-backs run in the background: wait until none
+		// is in flight (bounded), then compare.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			busy := false
+			lim.leases.entries.Range(func(_, v any) bool {
+				busy = busy || v.(*leaseEntry).renewing.Load()
+				return !busy
+			})
+			if !busy || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if got, want := lim.Stats().LeaseUnits, walk(); got != want {
+			t.Fatalf("%s: Stats.LeaseUnits = %d, the leases hold %d", what, got, want)
+		}
+	}
+	var leased atomic.Int64
+	for round := range 6 {
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 400 {
+					key := fmt.Sprintf("k%d", (g+i)%16)
+					r, err := lim.AllowN(ctx, key, 1+int64(i%3), lims[i%2])
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if r.Source == SourceLease {
+						leased.Add(1)
+					}
+					if i%97 == 0 {
+						if err := lim.Reset(ctx, key, lims[i%2]); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}
+			})
+		}
+		if round%2 == 1 {
+			// Ring changes while keys are being leased.
+			if err := lim.AddNode(Node{Name: "extra", Client: xc}); err != nil {
+				t.Fatal(err)
+			}
+			if err := lim.RemoveNode("extra"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wg.Wait()
+		settled(fmt.Sprintf("round %d", round))
+		if round == 2 {
+			time.Sleep(60 * time.Millisecond) // past the TTL: leases expire
+			settled("after the TTL")
+		}
+	}
+	if leased.Load() == 0 {
+		t.Fatal("no decision came from a lease: the test checked nothing")
 	}
 }
