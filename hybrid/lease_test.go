@@ -528,3 +528,64 @@ func TestLeaseUnitsSumIsExact(t *testing.T) {
 		t.Fatal("no decision came from a lease: the test checked nothing")
 	}
 }
+
+// TestGiveBacksShareRoundTrips: the give-backs of leases that end together
+// travel in the node's batches, not in a round trip each, and every unit
+// reaches Redis. 200 keys leased at once expire together; Close waits for
+// their give-backs, whose round trips are then counted.
+func TestGiveBacksShareRoundTrips(t *testing.T) {
+	srv := redistest.Start(t)
+	const keys, used = 200, 3
+	l := PerHour(60_000) // a lease holds 1%: 600 units, 17 refilled per second
+	lim, err := New(Config{Addrs: []string{srv.Addr()}, Timeout: 2 * time.Second, DenyCache: DenyCacheConfig{Disable: true},
+		Lease: LeaseConfig{HotRate: 1, TTL: 300 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lim.Close()
+	ctx := context.Background()
+	for k := range keys {
+		for range used {
+			if r, err := lim.Allow(ctx, fmt.Sprintf("k%d", k), l); err != nil || !r.Allowed {
+				t.Fatalf("Allow = %+v, %v", r, err)
+			}
+		}
+	}
+	st := lim.Stats()
+	if st.Leases < keys/2 {
+		t.Fatalf("%d of %d keys leased, want most", st.Leases, keys)
+	}
+	rdb := srv.Client(t)
+	leased, calls0 := st.Leases, evalshaCalls(t, rdb)
+	for deadline := time.Now().Add(5 * time.Second); lim.Stats().Leases > 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := lim.Close(); err != nil { // waits for the give-backs
+		t.Fatal(err)
+	}
+	st = lim.Stats()
+	trips := evalshaCalls(t, rdb) - calls0
+	if st.LeaseUnitsLost != 0 {
+		t.Fatalf("%d units lost", st.LeaseUnitsLost)
+	}
+	if trips > int64(leased)/4 {
+		t.Errorf("%d script calls gave back %d leases, want them batched (at most %d)", trips, leased, leased/4)
+	}
+	t.Logf("%d leases given back in %d script calls", leased, trips)
+
+	// Every unit reached Redis: each key has what its three decisions left.
+	peek, err := New(Config{Addrs: []string{srv.Addr()}, Timeout: 2 * time.Second, Lease: LeaseConfig{Disable: true}, DenyCache: DenyCacheConfig{Disable: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peek.Close()
+	for k := range keys {
+		r, err := peek.Peek(ctx, fmt.Sprintf("k%d", k), l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Remaining < l.Rate-used-1 {
+			t.Fatalf("key k%d: %d remaining after %d decisions and the give-back, want at least %d", k, r.Remaining, used, l.Rate-used-1)
+		}
+	}
+}

@@ -19,7 +19,9 @@ import (
 // Random batches of decisions and leases over a few keys, so that one key
 // comes several times in a batch (the later requests must see the earlier
 // ones' charges), against single limits of each algorithm, a named one
-// and sets of several; the test clock moves between batches. On miniredis
+// and sets of several; the test clock moves between batches. Give-backs of
+// earlier leases travel in the batches too, and must do what GiveBack's
+// own call does. On miniredis
 // and on real redis-server, with the code as a function library and as
 // scripts.
 func TestDecideManyMatchesOneByOne(t *testing.T) {
@@ -55,6 +57,12 @@ func TestDecideManyMatchesOneByOne(t *testing.T) {
 			ctx := context.Background()
 			rng := rand.New(rand.NewPCG(7, 11))
 			now := conformance.Base
+			type held struct {
+				req    Request
+				at, of int64
+			}
+			var leases []held // granted by earlier batches, not yet given back
+			gave := 0
 			for batch := range 60 {
 				c.set(t, now)
 				reqs := make([]Request, 1+rng.IntN(40))
@@ -62,7 +70,12 @@ func TestDecideManyMatchesOneByOne(t *testing.T) {
 					key := "k" + strconv.Itoa(rng.IntN(5))
 					limits := pool[rng.IntN(len(pool))]
 					var err error
-					if rng.IntN(6) == 0 {
+					if k := rng.IntN(6); k == 1 && len(leases) > 0 {
+						j := rng.IntN(len(leases))
+						h := leases[j]
+						leases = append(leases[:j], leases[j+1:]...)
+						reqs[i], err = h.req.GiveBack(1+rng.Int64N(h.of), h.at)
+					} else if k == 0 {
 						reqs[i], err = NewLease(key, 1+rng.Int64N(4), limits...)
 					} else {
 						reqs[i], err = NewDecision(key, 1+rng.Int64N(3), limits...)
@@ -76,6 +89,17 @@ func TestDecideManyMatchesOneByOne(t *testing.T) {
 					t.Fatalf("batch %d: DecideMany: %v", batch, err)
 				}
 				for i, r := range reqs {
+					if r.give {
+						gave++
+						back := Request{key: r.key, n: 1, limits: r.limits}
+						if err := p.one.GiveBack(ctx, back, r.at, r.n); err != nil {
+							t.Fatalf("batch %d request %d: GiveBack: %v", batch, i, err)
+						}
+						if out[i] != (Result{}) {
+							t.Fatalf("batch %d request %d: a give-back's result is %+v, want none", batch, i, out[i])
+						}
+						continue
+					}
 					want, err := p.one.Decide(ctx, r)
 					if err != nil {
 						t.Fatalf("batch %d request %d: Decide: %v", batch, i, err)
@@ -84,8 +108,14 @@ func TestDecideManyMatchesOneByOne(t *testing.T) {
 						t.Fatalf("batch %d request %d (%s, n=%d, lease %v, %v):\nDecideMany = %+v\nDecide     = %+v",
 							batch, i, r.key, r.n, r.lease, r.limits, out[i], want)
 					}
+					if r.lease && want.Granted > 0 {
+						leases = append(leases, held{Request{key: r.key, n: 1, limits: r.limits}, want.At, want.Granted})
+					}
 				}
 				now = now.Add(time.Duration(rng.IntN(300)) * time.Millisecond)
+			}
+			if gave < 20 {
+				t.Fatalf("%d give-backs in the batches, want at least 20", gave)
 			}
 		})
 	}

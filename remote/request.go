@@ -17,6 +17,8 @@ type Request struct {
 	n      int64
 	limits []limit.Limit
 	lease  bool
+	give   bool  // a give-back of n units of a lease taken at at
+	at     int64 // a give-back's: the server time (µs) of the lease (Result.At)
 }
 
 // NewDecision validates a decision of n units for key against limits: an
@@ -59,13 +61,26 @@ func (r Request) Lease(want int64) (Request, error) {
 	return r, nil
 }
 
+// GiveBack is a give-back of units of a lease of r's key and limits, taken
+// at server time at (Result.At): Store.GiveBack as a request, so that
+// give-backs travel in a decide call with the node's other requests
+// (DecideMany) rather than one round trip each. Its Result carries only
+// Err. Only units is checked (at least 1).
+func (r Request) GiveBack(units, at int64) (Request, error) {
+	if units < 1 {
+		return Request{}, fmt.Errorf("%w: give-back of %d", limit.ErrInvalidCost, units)
+	}
+	r.n, r.lease, r.give, r.at = units, false, true, at
+	return r, nil
+}
+
 // Keep returns r with its own copy of the key and its limits appended to
 // buf[:0], for a request kept beyond the call that built it (queued for a
 // batch, held by a lease): the caller's memory must not escape.
 func (r Request) Keep(buf []limit.Limit) Request {
 	// A new value, not r with its fields replaced: escape analysis follows
 	// values, not fields, and r's limits would escape with the result.
-	return Request{key: strings.Clone(r.key), n: r.n, limits: append(buf[:0], r.limits...), lease: r.lease}
+	return Request{key: strings.Clone(r.key), n: r.n, limits: append(buf[:0], r.limits...), lease: r.lease, give: r.give, at: r.at}
 }
 
 // Key is the user key the request is for.
@@ -79,6 +94,9 @@ func (r Request) Limits() []limit.Limit { return r.limits }
 
 // IsLease reports whether r is a lease (NewLease, Lease).
 func (r Request) IsLease() bool { return r.lease }
+
+// IsGiveBack reports whether r is a give-back (GiveBack).
+func (r Request) IsGiveBack() bool { return r.give }
 
 // built reports whether r was built by NewDecision or NewLease: a valid
 // request has at least one limit.

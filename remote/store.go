@@ -182,13 +182,21 @@ type Result struct {
 // prelude.lua): a request's head is its cost times maxSets plus its set.
 const maxSets = 1024
 
+// giveHead is added to a give-back's head (GIVE in prelude.lua): every
+// other head is below it.
+const giveHead = 1 << 51
+
 // head is a request's head in a decide call (decide.lua), naming set:
 // cost × maxSets + set for a decision, minus (units × maxSets + set) for a
-// lease. Within 2^53: a cost is at most limit.MaxRate (2^40).
+// lease, giveHead + units × maxSets + set for a give-back (followed by its
+// at). Within 2^53: a cost is at most limit.MaxRate (2^40).
 func (r Request) head(set int) int64 {
 	h := r.n*maxSets + int64(set)
-	if r.lease {
+	switch {
+	case r.lease:
 		return -h
+	case r.give:
+		return giveHead + h
 	}
 	return h
 }
@@ -202,8 +210,12 @@ const (
 
 // parseReply reads one request's values from a decide script's reply and
 // returns how many it took: for a decision 3 or 4 (the short forms) or 6,
-// for a lease 7.
-func parseReply(v []int64, lease bool, r *Result) (int, error) {
+// for a lease 7, for a give-back none.
+func parseReply(v []int64, req Request, r *Result) (int, error) {
+	if req.give {
+		return 0, nil
+	}
+	lease := req.lease
 	n := 6
 	switch {
 	case lease:
@@ -251,6 +263,9 @@ func (s *Store) decideCall(reqs []Request) *call {
 	setOf := setBuf[:0]
 	nargs, nkeys := 1+len(reqs), 0
 	for _, r := range reqs {
+		if r.give {
+			nargs++ // its at
+		}
 		j := slices.IndexFunc(sets, func(ls []limit.Limit) bool { return slices.Equal(ls, r.limits) })
 		if j < 0 {
 			j = len(sets)
@@ -271,6 +286,9 @@ func (s *Store) decideCall(reqs []Request) *call {
 	}
 	for i, r := range reqs {
 		args = append(args, r.head(setOf[i]))
+		if r.give {
+			args = append(args, r.at)
+		}
 		tag := tagOf(r.key)
 		for _, l := range r.limits {
 			keys = append(keys, s.tagged(tag, l))
@@ -356,7 +374,7 @@ func (s *Store) Decide(ctx context.Context, req Request) (r Result, err error) {
 	vals, err := s.runInts(ctx, c).Result()
 	if err == nil {
 		var n int
-		n, err = parseReply(vals, req.lease, &r)
+		n, err = parseReply(vals, req, &r)
 		if err == nil && n != len(vals) {
 			err = fmt.Errorf("%w: %d values, want %d", ErrReply, len(vals), n)
 		}
@@ -408,7 +426,7 @@ func (s *Store) DecideMany(ctx context.Context, reqs []Request, out []Result) er
 			continue
 		}
 		var n int
-		n, err = parseReply(vals, r.lease, &out[i])
+		n, err = parseReply(vals, r, &out[i])
 		if err != nil {
 			out[i].Err = err
 			continue
@@ -520,7 +538,7 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 			continue
 		}
 		answered = true
-		n, err := parseReply(vals, reqs[c.i].lease, &out[c.i])
+		n, err := parseReply(vals, reqs[c.i], &out[c.i])
 		if err == nil && n != len(vals) {
 			err = fmt.Errorf("%w: %d values, want %d", ErrReply, len(vals), n)
 		}

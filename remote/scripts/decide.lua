@@ -3,14 +3,17 @@
 -- the requests name: ARGV is the number of sets, then per set its number
 -- of limits and the limits, then one integer per request, its head:
 -- cost × SETS + set (the set's index from 0) for a decision, minus
--- (units × SETS + set) for a lease of up to that many units. KEYS holds
--- each request's keys, one per limit of its set.
+-- (units × SETS + set) for a lease of up to that many units, and
+-- GIVE + units × SETS + set for a give-back of a lease's units, followed by
+-- the server time (µs) the lease was taken at. KEYS holds each request's
+-- keys, one per limit of its set.
 -- Reply per request: for a decision against one unnamed limit whose
 -- algorithm decides it in one step (TB.take), 2, remaining, reset when
 -- allowed and 3, remaining, retry, reset when denied (retry and reset in
 -- µs); for another decision allowed (1 or 0), binding, remaining, retry,
 -- reset, delay (several unnamed token buckets in one step, TB.take_all); for a lease, as lease.lua takes it, granted, binding,
--- remaining, retry, reset, delay and the server time (µs) of the lease.
+-- remaining, retry, reset, delay and the server time (µs) of the lease;
+-- for a give-back nothing (giveback.lua's, batched).
 local now = clock()
 local sets, ai = read_sets()
 local out = {}
@@ -19,8 +22,10 @@ local ki = 1
 -- Heads repeat (most requests are of one unit against one set), and Lua
 -- strings are interned: one comparison replaces a tonumber per request.
 local last, lasth = nil, 0
-for i = ai, #ARGV do
+local i, nargs = ai, #ARGV
+while i <= nargs do
   local hs = ARGV[i]
+  i = i + 1
   if hs ~= last then
     last, lasth = hs, tonumber(hs)
   end
@@ -29,10 +34,24 @@ for i = ai, #ARGV do
   if lease then
     h = -h
   end
+  local give = h >= GIVE
+  if give then
+    h = h - GIVE
+  end
   local cost = floor(h / SETS)
   local set = sets[h - cost * SETS + 1]
   local take = set.take
-  if take and not lease then
+  if give then
+    local at = tonumber(ARGV[i])
+    i = i + 1
+    local views
+    views, ki = views_of(set.sps, ki, now, false)
+    for j = 1, #views do
+      if views[j] then
+        views[j].A.giveback(views[j], at, cost)
+      end
+    end
+  elseif take and not lease then
     local ok, remaining, retry, reset = take(KEYS[ki], set.sps[1], now, cost)
     ki = ki + 1
     if ok == 1 then

@@ -7,6 +7,9 @@ local ALG = {}
 -- A decide call's request head is cost × SETS + the index of its set of
 -- limits (remote's maxSets).
 local SETS = 1024
+-- A give-back's head is GIVE + units × SETS + set (remote's giveHead):
+-- above every other head, whose cost is at most 2^40.
+local GIVE = TWO51
 
 -- Globals bound to locals by bind_globals(): a local is a register, a
 -- global a table lookup. Not at the top level: a Redis function library
