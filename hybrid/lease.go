@@ -74,6 +74,10 @@ type leases struct {
 	entries sync.Map // key string -> *leaseEntry
 	count   atomic.Int64
 	held    atomic.Int64 // units held in all leases: the sum of their heldUnits
+	// present counts the leases in entries per slot of their key's hash
+	// (hash % hotSlots): a request whose slot holds none is not looked up
+	// in entries, whose lookup hashes the key again, as an interface.
+	present [hotSlots]atomic.Int32
 	lost    atomic.Int64 // units neither spent nor given back
 	wg      sync.WaitGroup
 	ctx     context.Context // cancelled by Close: renewals end
@@ -281,8 +285,10 @@ func (e *leaseEntry) delay(left, n, now int64) time.Duration {
 // requests per second, as seen through its slots: the smaller of its two
 // slots' counts over this window and the one before (see hotSlots). At a
 // window's start it is up to half the key's rate, never more.
-func (ls *leases) demand(key string) float64 {
-	h := maphash.String(ls.seed, key)
+func (ls *leases) demand(key string) float64 { return ls.demandOf(ls.hash(key)) }
+
+// demandOf is demand for the key of hash h (leases.hash).
+func (ls *leases) demandOf(h uint64) float64 {
 	w := ls.now() / int64(hotWindow)
 	a := ls.slots[h%hotRow].count(w)
 	b := ls.slots[hotRow+(h>>32)%hotRow].count(w)
@@ -303,14 +309,29 @@ func (s *hotSlot) count(w int64) int64 {
 	return s.n.Add(1) + s.prev.Load()
 }
 
-// spend answers a request from the key's lease, if it has one with units
-// left. held reports a live lease for the key (ran dry, a renewal on its
-// way): the request then goes to Redis as usual rather than taking another.
-// It never blocks and does not allocate.
-func (ls *leases) spend(key string, n int64, limits []Limit) (r Result, served, held bool) {
-	if ls.count.Load() == 0 {
-		// No lease at all (every key cold): no lookup. A lease stored
-		// just now may be missed; its key then goes to Redis once.
+// hash is key's hash, which places it in the hot-key table and in present.
+func (ls *leases) hash(key string) uint64 { return maphash.String(ls.seed, key) }
+
+// stored counts a lease just stored in entries for key; deleted one just
+// deleted.
+func (ls *leases) stored(key string) {
+	ls.count.Add(1)
+	ls.present[ls.hash(key)%hotSlots].Add(1)
+}
+
+func (ls *leases) deleted(key string) {
+	ls.present[ls.hash(key)%hotSlots].Add(-1)
+	ls.count.Add(-1)
+}
+
+// spend answers a request from the lease of key, of hash h, if it has one
+// with units left. held reports a live lease for the key (ran dry, a
+// renewal on its way): the request then goes to Redis as usual rather than
+// taking another. It never blocks and does not allocate.
+func (ls *leases) spend(key string, h uint64, n int64, limits []Limit) (r Result, served, held bool) {
+	if ls.present[h%hotSlots].Load() == 0 {
+		// No lease in the key's slot (most cold keys): no lookup. A lease
+		// stored just now may be missed; its key then goes to Redis once.
 		return Result{}, false, false
 	}
 	v, ok := ls.entries.Load(key)
@@ -465,12 +486,12 @@ func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, req re
 	if _, loaded := ls.entries.LoadOrStore(k, e); loaded {
 		return Result{}, takeSkipped, 0, nil
 	}
-	ls.count.Add(1)
+	ls.stored(k)
 	lr, _ := req.Lease(want) // want >= n >= 1
 	lease, ok, why, err := ls.l.ask(ctx, nd, lr, deadline)
 	if !ok || lease.Granted > 0 && lease.Granted < n {
 		if ls.entries.CompareAndDelete(k, e) {
-			ls.count.Add(-1)
+			ls.deleted(k)
 		}
 		if !ok {
 			return Result{}, takeFailed, why, err
@@ -599,7 +620,7 @@ func (ls *leases) renew(key string, e *leaseEntry) bool {
 // expire ends e: its units are given back, in the background.
 func (ls *leases) expire(key string, e *leaseEntry) {
 	if ls.entries.CompareAndDelete(key, e) {
-		ls.count.Add(-1)
+		ls.deleted(key)
 	}
 	if left := e.units.Swap(0); left > 0 {
 		ls.goDo(true, func() { ls.giveBack(e.node, e.req, e.at.Load(), left) })

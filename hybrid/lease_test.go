@@ -448,7 +448,8 @@ func TestLeaseSpendAllocatesNothing(t *testing.T) {
 
 // TestLeaseUnitsSumIsExact: Stats.LeaseUnits is a running sum, moved by
 // every change of a lease's units; once nothing is spent or renewed it is
-// the units the leases hold, counted one by one, while keys are spent from
+// the units the leases hold, counted one by one (and the per-slot counts
+// that spare cold keys a lookup count every lease), while keys are spent from
 // many goroutines, leases expire, keys are Reset and the ring changes
 // (which ends leases while they are being taken).
 func TestLeaseUnitsSumIsExact(t *testing.T) {
@@ -483,6 +484,23 @@ func TestLeaseUnitsSumIsExact(t *testing.T) {
 		}
 		if got, want := lim.Stats().LeaseUnits, walk(); got != want {
 			t.Fatalf("%s: Stats.LeaseUnits = %d, the leases hold %d", what, got, want)
+		}
+		// The slots that let a request skip the lookup count every lease
+		// in the table, each in its key's slot.
+		want := make(map[uint64]int32)
+		n := 0
+		lim.leases.entries.Range(func(k, _ any) bool {
+			want[lim.leases.hash(k.(string))%hotSlots]++
+			n++
+			return true
+		})
+		for i := range lim.leases.present {
+			if got := lim.leases.present[i].Load(); got != want[uint64(i)] {
+				t.Fatalf("%s: slot %d counts %d leases, the table holds %d there", what, i, got, want[uint64(i)])
+			}
+		}
+		if got := lim.Stats().Leases; got != n {
+			t.Fatalf("%s: Stats.Leases = %d, the table holds %d", what, got, n)
 		}
 	}
 	var leased atomic.Int64

@@ -280,10 +280,12 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	// each limit) took a tenth of a lease answer's time.
 	lease := l.leases != nil && n >= 1
 	held := false
+	var h uint64 // the key's hash in the lease tables
 	if lease {
 		var r Result
 		var served bool
-		r, served, held = l.leases.spend(key, n, limits)
+		h = l.leases.hash(key)
+		r, served, held = l.leases.spend(key, h, n, limits)
 		if served {
 			return l.count(r), nil
 		}
@@ -310,7 +312,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	}
 	deadline := l.deadline(ctx, time.Now())
 	if lease {
-		if rate := l.leases.demand(key); l.leases.hot(rate, limits) {
+		if rate := l.leases.demandOf(h); l.leases.hot(rate, limits) {
 			r, st, why, err := l.leases.take(ctx, deadline, nd, req, rate)
 			switch st {
 			case taken:

@@ -298,7 +298,7 @@ func (ls *leases) reset(key string, limits []Limit) {
 		return
 	}
 	if ls.entries.CompareAndDelete(key, e) {
-		ls.count.Add(-1)
+		ls.deleted(key)
 	}
 	// A renewal in flight charges Redis and, finding the lease gone, gives
 	// its units back: let it finish before the state is deleted, or it
