@@ -457,6 +457,12 @@
 //	-out DIR              where lease-sweep.svg, latency-throughput.svg and
 //	                      fault-timeline.svg go
 //	                      (default the current directory; created if missing)
+//	-cpuprofile FILE      write a CPU profile of the whole run to FILE; in the
+//	                      comparison and the sweeps, the goroutines of each
+//	                      system's decisions carry the pprof labels system
+//	                      (hybridlimit, redis_rate, generator) and workload:
+//	                      go tool pprof -tagfocus system=hybridlimit FILE
+//	                      shows one side's CPU (not with -report)
 //	-json                 JSON lines on stdout instead of tables (see Output)
 //	-q                    no progress bar
 //	-report FILE          run the standard set and write one Markdown report to

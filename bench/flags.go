@@ -89,6 +89,7 @@ type settings struct {
 	nodes         []*redis.Options // -nodes, with -tls-* applied; nil: embedded nodes
 	cluster       bool             // -cluster: one Redis Cluster, embedded or seeded by -nodes
 	out           string           // directory for the charts
+	cpuprofile    string           // -cpuprofile: the CPU profile's file, or ""
 	json          bool
 	quiet         bool
 	report        string   // -report: the Markdown file; "" for a single mode
@@ -124,6 +125,7 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	fs.StringVar(&tlsf.cert, "tls-cert", "", "with -nodes: PEM `file` of the client certificate shown to the rediss:// nodes; needs -tls-key")
 	fs.StringVar(&tlsf.key, "tls-key", "", "with -nodes: PEM `file` of the private key of -tls-cert")
 	fs.StringVar(&s.out, "out", ".", "directory the charts are written to")
+	fs.StringVar(&s.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to `file`; the goroutines of each system's decisions carry the pprof labels system (hybridlimit, redis_rate, generator) and workload: go tool pprof -tagfocus system=hybridlimit")
 	fs.BoolVar(&s.json, "json", false, "print one JSON object per result line instead of tables")
 	fs.BoolVar(&s.quiet, "q", false, "quiet: no progress bar on stderr")
 	fs.StringVar(&s.report, "report", "", "run the standard set (the comparison, -sweep lease, -sweep load and the fault timelines), each as its own command would, and write one Markdown report to `file` with the charts beside it; -duration, -interval, -max-load, -instances, -concurrency, -keys, -nodes, -cluster, -tls-* and -q pass to the sections")

@@ -173,7 +173,10 @@ func sweepLoad(ctx context.Context, e *env, w workload, steps []int64, rep *load
 	}
 	for _, ls := range systems {
 		e.prog.describe(w.name + "/" + ls.name + " warm-up")
-		st := offer(ctx, ls.sys, w, e.stepConfig(float64(steps[0]), warmup(s.duration)))
+		var st *stepStats
+		labelled(ctx, ls.name, w.name, func(ctx context.Context) {
+			st = offer(ctx, ls.sys, w, e.stepConfig(float64(steps[0]), warmup(s.duration)))
+		})
 		e.prog.add(st.window)
 		if ctx.Err() != nil {
 			return fmt.Errorf("bench: interrupted: %w", ctx.Err())
@@ -243,7 +246,8 @@ func (e *env) loadStep(ctx context.Context, w workload, name string, sys system,
 	calls0 := sys.calls()
 	redis0, redisOK := e.redisCPU(ctx)
 	cpu0 := processCPU()
-	st := offer(ctx, sys, w, e.stepConfig(float64(rate), s.duration))
+	var st *stepStats
+	labelled(ctx, name, w.name, func(ctx context.Context) { st = offer(ctx, sys, w, e.stepConfig(float64(rate), s.duration)) })
 	clientCPU := processCPU() - cpu0
 	redis1, redis1OK := e.redisCPU(ctx)
 	e.prog.add(st.elapsed)

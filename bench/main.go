@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -50,8 +51,9 @@ func exitCode(err error) int {
 // start before returning, also when ctx is cancelled (then it reports the
 // results it has and returns an error wrapping ctx.Err()). Errors from a
 // bad command line wrap errUsage. No goroutine it started outlives it.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	s, err := parse(args, stderr)
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	var s settings
+	s, err = parse(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -61,7 +63,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if s.report != "" {
 		return runReport(ctx, s, args, stdout, stderr)
 	}
+	if s.cpuprofile != "" {
+		f, err := os.Create(s.cpuprofile)
+		if err != nil {
+			return fmt.Errorf("bench: -cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("bench: -cpuprofile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("bench: -cpuprofile: %w", cerr)
+			}
+		}()
+	}
 	return runMode(ctx, s, stdout, stderr, nil)
+}
+
+// labelled runs f with the pprof labels that name the system and workload
+// of the decisions it makes (-cpuprofile): the goroutines it starts carry
+// them.
+func labelled(ctx context.Context, system, workload string, f func(context.Context)) {
+	pprof.Do(ctx, pprof.Labels("system", system, "workload", workload), f)
 }
 
 // runMode runs the mode s selects, as run does once the flags are parsed;
@@ -156,7 +181,9 @@ func measureOne(ctx context.Context, e *env, w workload, sys string, fraction fl
 		what += " lease " + leaseLabel(fraction)
 	}
 	e.prog.describe(what)
-	res, err := measure(ctx, e, w, sys, fraction)
+	var res result
+	var err error
+	labelled(ctx, sys, w.name, func(ctx context.Context) { res, err = measure(ctx, e, w, sys, fraction) })
 	if err != nil {
 		return res, fmt.Errorf("bench: %s: %w", what, err)
 	}

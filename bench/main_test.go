@@ -3,8 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -287,6 +291,7 @@ func TestBadFlags(t *testing.T) {
 		{"-report", "r.md", "-sweep", "lease"},
 		{"-report", "r.md", "-fault", "kill"},
 		{"-report", "r.md", "-out", "charts"},
+		{"-report", "r.md", "-cpuprofile", "cpu.pprof"},
 		{"-report", "r.md", "-workload", "hot"},
 		{"-report", "r.md", "-lease-fraction", "0.02"},
 		{"-report", "r.md", "-tls-ca", "ca.pem"},
@@ -321,7 +326,7 @@ func TestHelp(t *testing.T) {
 	}
 	for _, f := range []string{"-nodes", "-instances", "-concurrency", "-duration", "-workload", "-keys", "-zipf",
 		"-limit", "-algorithm", "-lease-fraction", "-sweep", "-max-load", "-fault", "-interval", "-cluster", "-tls-ca", "-tls-cert",
-		"-tls-key", "-out", "-json", "-q", "-report"} {
+		"-tls-key", "-out", "-cpuprofile", "-json", "-q", "-report"} {
 		if !regexp.MustCompile(`(?m)^  ` + f + `[ \t\n]`).MatchString(stderr.String() + "\n") {
 			t.Errorf("run(-h) stderr lacks %s:\n%s", f, stderr.String())
 		}
@@ -412,4 +417,33 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestCPUProfile: -cpuprofile writes a CPU profile of the run whose samples
+// carry the labels system and workload, each system's name a label value
+// (a string of its own in the profile's string table, where function
+// names are longer strings).
+func TestCPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.pprof")
+	runBench(t, "-workload", "uniform", "-keys", "1000", "-duration", "300ms", "-cpuprofile", path)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("the profile is not gzip: %v", err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A string-table entry: field 6, wire type 2, then its length.
+	entry := func(s string) []byte { return append([]byte{6<<3 | 2, byte(len(s))}, s...) }
+	for _, s := range []string{"system", "workload", sysHybrid, sysRedisRate, "uniform"} {
+		if !bytes.Contains(b, entry(s)) {
+			t.Errorf("the profile has no string %q: its samples are not labelled", s)
+		}
+	}
 }

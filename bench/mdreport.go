@@ -38,6 +38,8 @@ func reportRefused(name string) string {
 		return "the report is Markdown; a mode alone prints JSON lines"
 	case "out":
 		return "the charts go beside the report's file"
+	case "cpuprofile":
+		return "profile one mode, without -report"
 	default:
 		return "the standard set runs each mode with its defaults; run the mode alone to change what it measures"
 	}
