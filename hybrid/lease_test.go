@@ -490,12 +490,12 @@ func TestLeaseUnitsSumIsExact(t *testing.T) {
 		want := make(map[uint64]int32)
 		n := 0
 		lim.leases.entries.Range(func(k, _ any) bool {
-			want[lim.leases.hash(k.(string))%hotSlots]++
+			want[lim.leases.hash(k.(string))%hotRow]++
 			n++
 			return true
 		})
-		for i := range lim.leases.present {
-			if got := lim.leases.present[i].Load(); got != want[uint64(i)] {
+		for i := range lim.leases.slots {
+			if got := lim.leases.slots[i].present.Load(); got != want[uint64(i)] {
 				t.Fatalf("%s: slot %d counts %d leases, the table holds %d there", what, i, got, want[uint64(i)])
 			}
 		}
