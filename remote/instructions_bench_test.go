@@ -25,7 +25,11 @@ import (
 // counts only the measured calls, from the command's arrival to its reply
 // (user space: the kernel's share of a round trip is not counted). Cold
 // keys (uniform over 100,000) within PerMinute(1,000,000), or within 100/min
-// and 1000/hour; redis_rate's allowN script beside them. It needs valgrind
+// and 1000/hour; redis_rate's allowN script beside them. Two floors beside
+// those, 64 keys a call, with no limiter's arithmetic: a GET and a SET … PX
+// per key, the commands each request's state costs now, and one HMGET, one
+// HSET and one PEXPIRE for all 64 as fields of one hash (a layout where
+// state expires with its hash, not per key). It needs valgrind
 // (apt-get install valgrind) and takes about a minute:
 //
 //	go test -run '^$' -bench ScriptInstructions -benchtime 1x ./remote/
@@ -42,20 +46,40 @@ func BenchmarkScriptInstructions(b *testing.B) {
 		limits   []limit.Limit
 		fn       bool // the library, else scripts
 		redisRat bool
+		floor    string // a floor's script, KEYS the requests' keys (or the hash's, ARGV its fields)
+		hash     bool   // the floor's keys are fields of one hash
 	}{
-		{"hybridlimit/functions/one-token-bucket/requests-per-call=1", 1, 500, one, true, false},
-		{"hybridlimit/functions/one-token-bucket/requests-per-call=64", 64, 100, one, true, false},
-		{"hybridlimit/functions/two-token-buckets/requests-per-call=64", 64, 100, two, true, false},
-		{"hybridlimit/scripts/one-token-bucket/requests-per-call=1", 1, 500, one, false, false},
-		{"hybridlimit/scripts/one-token-bucket/requests-per-call=64", 64, 100, one, false, false},
-		{"redis_rate/one-token-bucket/requests-per-call=1", 1, 500, one, false, true},
+		{"hybridlimit/functions/one-token-bucket/requests-per-call=1", 1, 500, one, true, false, "", false},
+		{"hybridlimit/functions/one-token-bucket/requests-per-call=64", 64, 100, one, true, false, "", false},
+		{"hybridlimit/functions/two-token-buckets/requests-per-call=64", 64, 100, two, true, false, "", false},
+		{"hybridlimit/scripts/one-token-bucket/requests-per-call=1", 1, 500, one, false, false, "", false},
+		{"hybridlimit/scripts/one-token-bucket/requests-per-call=64", 64, 100, one, false, false, "", false},
+		{"redis_rate/one-token-bucket/requests-per-call=1", 1, 500, one, false, true, "", false},
+		{"floor/get-set-px/requests-per-call=64", 64, 100, nil, false, false, floorGetSet, false},
+		{"floor/hash-fields/requests-per-call=64", 64, 100, nil, false, false, floorHash, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			dir := b.TempDir()
 			srv, rdb := callgrindServer(b, dir)
 			ctx := context.Background()
 			var call func(k int) error
-			if c.redisRat {
+			if c.floor != "" {
+				sc := redis.NewScript(c.floor)
+				keys := make([]string, c.perCall)
+				call = func(k int) error {
+					for i := range keys {
+						keys[i] = "user:" + strconv.Itoa((k*c.perCall+i)%100_000)
+					}
+					if c.hash {
+						args := make([]any, len(keys))
+						for i, f := range keys {
+							args[i] = f
+						}
+						return sc.Run(ctx, rdb, []string{"floor:h"}, args...).Err()
+					}
+					return sc.Run(ctx, rdb, keys).Err()
+				}
+			} else if c.redisRat {
 				rl := redis_rate.NewLimiter(rdb)
 				lim := rateLimit(c.limits[0])
 				call = func(k int) error {
@@ -96,6 +120,30 @@ func BenchmarkScriptInstructions(b *testing.B) {
 		})
 	}
 }
+
+// floorGetSet reads and writes each key's state as a request of a token
+// bucket does (GET, then SET … PX), with no arithmetic.
+const floorGetSet = `
+local n = 0
+for i = 1, #KEYS do
+  local v = redis.call('GET', KEYS[i])
+  n = n + 1
+  redis.call('SET', KEYS[i], tostring((tonumber(v) or 0) + 1), 'PX', 60000)
+end
+return n`
+
+// floorHash reads and writes the same states as fields of one hash: one
+// HMGET, one HSET and one PEXPIRE for the call.
+const floorHash = `
+local vs = redis.call('HMGET', KEYS[1], unpack(ARGV))
+local kv = {}
+for i = 1, #ARGV do
+  kv[2 * i - 1] = ARGV[i]
+  kv[2 * i] = tostring((tonumber(vs[i]) or 0) + 1)
+end
+redis.call('HSET', KEYS[1], unpack(kv))
+redis.call('PEXPIRE', KEYS[1], 60000)
+return #ARGV`
 
 // rateLimit is l as redis_rate takes it.
 func rateLimit(l limit.Limit) redis_rate.Limit {
