@@ -533,3 +533,47 @@ func TestRefundRemovesNewestEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestTokenBucketTTL: a token bucket's key lives exactly until the bucket
+// is full again, rounded up to the millisecond, plus one: never shorter,
+// which would forget tokens in use, nor much longer, which holds memory.
+// On miniredis, whose clock stands still between the decision and PTTL.
+func TestTokenBucketTTL(t *testing.T) {
+	s, m, c := newMini(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), Protocol: 2})
+	t.Cleanup(func() { rdb.Close() })
+	ctx := context.Background()
+	now := conformance.Base.Add(123456789 * time.Microsecond)
+	c.set(t, now)
+	limits := []limit.Limit{
+		limit.PerSecond(5),
+		limit.PerMinute(100),
+		{Rate: 7, Period: 3 * time.Second, Burst: 9},
+		{Rate: 1000, Period: 1100 * time.Millisecond},
+	}
+	for i, l := range limits {
+		for n := int64(1); n <= 3; n++ {
+			key := "ttl:" + strconv.Itoa(i) + ":" + strconv.FormatInt(n, 10)
+			req, err := NewDecision(key, n, l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := make([]Result, 2)
+			other, _ := NewDecision(key+":other", 1, l)
+			if err := s.DecideMany(ctx, []Request{req, other}, out); err != nil {
+				t.Fatal(err)
+			}
+			if !out[0].Allowed {
+				t.Fatalf("%v, %d units: denied", l, n)
+			}
+			got, err := rdb.PTTL(ctx, s.tagged(tagOf(key), l)).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := max((out[0].ResetAfter+time.Millisecond-1)/time.Millisecond, 1)*time.Millisecond + time.Millisecond
+			if got != want {
+				t.Errorf("%v, %d units: PTTL %v, want %v (reset after %v)", l, n, got, want, out[0].ResetAfter)
+			}
+		}
+	}
+}
