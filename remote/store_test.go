@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -573,6 +574,36 @@ func TestTokenBucketTTL(t *testing.T) {
 			want := max((out[0].ResetAfter+time.Millisecond-1)/time.Millisecond, 1)*time.Millisecond + time.Millisecond
 			if got != want {
 				t.Errorf("%v, %d units: PTTL %v, want %v (reset after %v)", l, n, got, want, out[0].ResetAfter)
+			}
+		}
+	}
+	// Several token buckets in one request (TB.take_all): each key lives
+	// as long as it does when its limit is alone.
+	for i := range limits {
+		pair := []limit.Limit{limits[i], limits[(i+1)%len(limits)]}
+		for n := int64(1); n <= 3; n++ {
+			key := "ttl2:" + strconv.Itoa(i) + ":" + strconv.FormatInt(n, 10)
+			req, err := NewDecision(key, n, pair...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := make([]Result, 1)
+			if err := s.DecideMany(ctx, []Request{req}, out); err != nil || !out[0].Allowed {
+				t.Fatalf("%v, %d units: %+v, %v", pair, n, out[0], err)
+			}
+			for _, l := range pair {
+				got, err := rdb.PTTL(ctx, s.tagged(tagOf(key), l)).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				alone := "ttl:" + strconv.Itoa(slices.Index(limits, l)) + ":" + strconv.FormatInt(n, 10)
+				want, err := rdb.PTTL(ctx, s.tagged(tagOf(alone), l)).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != want {
+					t.Errorf("%v, %d units: the key of %v has PTTL %v, %v alone %v", pair, n, l, got, l, want)
+				}
 			}
 		}
 	}

@@ -45,15 +45,54 @@ function TB.look(key, sp, raw)
   return v
 end
 
+-- tb_admit stores the deficit d of an admitted request (the cost already
+-- in it) for bucket sp at the instant raw, of quantum nq and base, and
+-- returns the remaining and the µs until the bucket is full: the admitted
+-- path of take and take_all, most requests of a cold key. cdiv, fdiv,
+-- mod52 and ttl_ms are written out, each as its helper computes it, the
+-- remainders brought into [0, b) as fdiv brings them: a Lua call costs
+-- Redis more than the arithmetic it wraps (BenchmarkScriptInstructions).
+local function tb_admit(key, sp, nq, base, raw, d)
+  local r, p = sp.r, sp.p
+  -- cdiv(d, r): the quantum the bucket is full again
+  local m = -d % r
+  if m < 0 then
+    m = m + r
+  elseif m >= r then
+    m = m - r
+  end
+  local after_us = (nq + (d + m) / r) * sp.q - raw
+  -- ttl_ms(reset, raw): cdiv(after_us, 1000), at least 1, plus 1
+  m = -after_us % 1000
+  if m < 0 then
+    m = m + 1000
+  elseif m >= 1000 then
+    m = m - 1000
+  end
+  local ms = (after_us + m) / 1000
+  if ms < 1 then
+    ms = 1
+  end
+  rcall('SET', key, arg((base + d) % TWO52), 'PX', ms + 1)
+  -- fdiv(full - d, p): the remaining
+  local a = sp.c * p - d
+  m = a % p
+  if m < 0 then
+    m = m + p
+  elseif m >= p then
+    m = m - p
+  end
+  if after_us < 0 then
+    after_us = 0
+  end
+  return (a - m) / p, after_us
+end
+
 -- take decides a request of cost units against this limit alone, exactly
 -- as look, allows, commit and decide do, without their tables: most
 -- requests of a decide call are one token bucket. Never for a named limit. Returns allowed (1 or 0),
--- remaining, retry and reset (µs).
---
--- The admitted path, most requests of a cold key, has tb_deficit, mod52,
--- cdiv, fdiv and ttl_ms written out: a Lua call costs Redis more than the
--- arithmetic it wraps (BenchmarkScriptInstructions). Each is what the
--- helper computes, remainders brought into [0, b) as fdiv brings them.
+-- remaining, retry and reset (µs). Its state's read (tb_deficit) is
+-- written out too.
 function TB.take(key, sp, raw, cost)
   local q, p, r = sp.q, sp.p, sp.r
   local nq, base
@@ -83,39 +122,8 @@ function TB.take(key, sp, raw, cost)
     return 0, mmax(fdiv(full - d, p), 0), mmax((nq + cdiv(d + need - full, r)) * q - raw, 0),
       mmax((nq + cdiv(d, r)) * q - raw, 0)
   end
-  d = d + need
-  -- reset = (nq + cdiv(d, r)) * q
-  local m = -d % r
-  if m < 0 then
-    m = m + r
-  elseif m >= r then
-    m = m - r
-  end
-  local after_us = (nq + (d + m) / r) * q - raw
-  -- ttl_ms(reset, raw): cdiv(after_us, 1000), at least 1, plus 1
-  m = -after_us % 1000
-  if m < 0 then
-    m = m + 1000
-  elseif m >= 1000 then
-    m = m - 1000
-  end
-  local ms = (after_us + m) / 1000
-  if ms < 1 then
-    ms = 1
-  end
-  rcall('SET', key, arg((base + d) % TWO52), 'PX', ms + 1)
-  -- fdiv(full - d, p): remaining
-  local a = full - d
-  m = a % p
-  if m < 0 then
-    m = m + p
-  elseif m >= p then
-    m = m - p
-  end
-  if after_us < 0 then
-    after_us = 0
-  end
-  return 1, (a - m) / p, 0, after_us
+  local rem, after_us = tb_admit(key, sp, nq, base, raw, d + need)
+  return 1, rem, 0, after_us
 end
 
 -- take_all decides a request of cost units against several unnamed token
@@ -151,12 +159,9 @@ function TB.take_all(ki, sps, raw, cost)
     local nq, base = tb_now(sp, raw)
     local d, full, need = ds[j], sp.c * p, cost * p
     if all then
-      d = d + need
-      local reset = (nq + cdiv(d, r)) * q
-      rcall('SET', KEYS[ki + j - 1], arg(mod52(base + d)), 'PX', ttl_ms(reset, raw))
-      local rem = fdiv(full - d, p)
+      local rem, after_us = tb_admit(KEYS[ki + j - 1], sp, nq, base, raw, d + need)
       if best < 0 or rem < brem then
-        best, brem, bretry, breset = j - 1, rem, 0, mmax(reset - raw, 0)
+        best, brem, bretry, breset = j - 1, rem, 0, after_us
       end
     elseif d + need > full then
       local retry = mmax((nq + cdiv(d + need - full, r)) * q - raw, 0)
