@@ -52,12 +52,15 @@ type leaseReply = remote.Result
 // A key at DefaultWarmRate makes 2.5 requests a window. With one row of
 // 65,536 slots and the busier of the two windows as the rate, 160,000 cold
 // requests a second over 100,000 keys (0.24 per slot and window, and a
-// cold key's own requests come in pairs now and then) made 2.5% of them
-// look warm (TestColdKeysDoNotLookWarm), and each was leased: a lease and a
-// give-back for a request or two (the uniform workload ran 5% slower than
-// with no warm leasing). Two rows took that to 1.1%; counting two windows,
-// where a warm key makes 5 requests and a cold slot 0.5, to under 0.01%.
-// (With 4,096 slots, every cold key looked warm.)
+// cold key's own requests come in pairs now and then) made 3.1% of them
+// look warm in steady traffic (TestColdKeysDoNotLookWarm), and each was
+// leased: a lease and a give-back for a request or two (the uniform
+// workload ran 5% slower than with no warm leasing). Two rows, counted
+// over two windows (a warm key makes 5 requests there, a cold slot about
+// 1), take that to 0.13%. The background grows with the traffic an
+// instance sees: at 500,000 cold requests a second 2.5% of those over 10 M
+// keys look warm (8.9% with one row). (With 4,096 slots, every cold key
+// looked warm.)
 const hotSlots = 1 << 16
 
 // hotRow is the number of slots in each row of the sketch.
