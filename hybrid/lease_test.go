@@ -459,22 +459,9 @@ func TestLeaseSlotsCountEveryLease(t *testing.T) {
 	t.Cleanup(func() { xc.Close() })
 	ctx := context.Background()
 	lims := []Limit{PerSecond(100_000), PerMinute(50_000)}
-	settled := func(what string) {
-		t.Helper()
-		// Renewals and give-backs run in the background: wait until none
-		// is in flight (bounded), then compare.
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			busy := false
-			lim.leases.entries.Range(func(_, v any) bool {
-				busy = busy || v.(*leaseEntry).renewing.Load()
-				return !busy
-			})
-			if !busy || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
+	// mismatch compares the slot counts and Stats.Leases with the table
+	// once; "" when they agree.
+	mismatch := func() string {
 		want := make(map[uint64]int32)
 		n := 0
 		lim.leases.entries.Range(func(k, _ any) bool {
@@ -484,11 +471,38 @@ func TestLeaseSlotsCountEveryLease(t *testing.T) {
 		})
 		for i := range lim.leases.slots {
 			if got := lim.leases.slots[i].present.Load(); got != want[uint64(i)] {
-				t.Fatalf("%s: slot %d counts %d leases, the table holds %d there", what, i, got, want[uint64(i)])
+				return fmt.Sprintf("slot %d counts %d leases, the table holds %d there", i, got, want[uint64(i)])
 			}
 		}
 		if got := lim.Stats().Leases; got != n {
-			t.Fatalf("%s: Stats.Leases = %d, the table holds %d", what, got, n)
+			return fmt.Sprintf("Stats.Leases = %d, the table holds %d", got, n)
+		}
+		return ""
+	}
+	settled := func(what string) {
+		t.Helper()
+		// Renewals, give-backs and the sweep of expired leases run in the
+		// background, and the sweep may end a lease between the table's
+		// walk and the counts' reads: compare until the two agree, for at
+		// most 5 s (every lease has expired by then). A count that missed
+		// a lease's end never agrees again.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			busy := false
+			lim.leases.entries.Range(func(_, v any) bool {
+				busy = busy || v.(*leaseEntry).renewing.Load()
+				return !busy
+			})
+			m := "renewals in flight"
+			if !busy {
+				if m = mismatch(); m == "" {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %s", what, m)
+			}
+			time.Sleep(time.Millisecond)
 		}
 	}
 	var leased atomic.Int64
