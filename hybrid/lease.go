@@ -286,13 +286,11 @@ func (e *leaseEntry) delay(left, n, now int64) time.Duration {
 	return time.Duration(max(e.slot0.Load()+k*e.tick-now, 0))
 }
 
-// demand counts a request for key and returns the key's recent rate, in
-// requests per second, as seen through its slots: the smaller of its two
-// slots' counts over this window and the one before (see hotSlots). At a
-// window's start it is up to half the key's rate, never more.
-func (ls *leases) demand(key string) float64 { return ls.demandOf(ls.hash(key)) }
-
-// demandOf is demand for the key of hash h (leases.hash).
+// demandOf counts a request for the key of hash h (leases.hash) and
+// returns the key's recent rate, in requests per second, as seen through
+// its slots: the smaller of its two slots' counts over this window and the
+// one before (see hotSlots). At a window's start it is up to half the
+// key's rate, never more.
 func (ls *leases) demandOf(h uint64) float64 {
 	w := uint32(ls.now() / int64(hotWindow))
 	a := ls.slots[h%hotRow].count(w)

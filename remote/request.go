@@ -95,9 +95,6 @@ func (r Request) Limits() []limit.Limit { return r.limits }
 // IsLease reports whether r is a lease (NewLease, Lease).
 func (r Request) IsLease() bool { return r.lease }
 
-// IsGiveBack reports whether r is a give-back (GiveBack).
-func (r Request) IsGiveBack() bool { return r.give }
-
 // built reports whether r was built by NewDecision or NewLease: a valid
 // request has at least one limit.
 func (r Request) built() error {

@@ -151,6 +151,20 @@ local function views_of(sps, ki, now, convert)
   return views, ki
 end
 
+-- Give units back to views (views_of, false for a named limit's state
+-- written for another limit: nothing goes back to it), taken at server
+-- time at, never above their capacity; an at below 0 refunds them now,
+-- whenever they were taken. giveback.lua's, and a give-back's in decide.
+local function give_back(views, at, units)
+  for j = 1, #views do
+    if views[j] and at < 0 then
+      views[j].A.refund(views[j], units)
+    elseif views[j] then
+      views[j].A.giveback(views[j], at, units)
+    end
+  end
+end
+
 -- The views of a request's nl limits, from ARGV[ai] and KEYS[ki] on (see
 -- views_of).
 local function read_views(ai, ki, nl, now, convert)

@@ -46,11 +46,7 @@ while i <= nargs do
     i = i + 1
     local views
     views, ki = views_of(set.sps, ki, now, false)
-    for j = 1, #views do
-      if views[j] then
-        views[j].A.giveback(views[j], at, cost)
-      end
-    end
+    give_back(views, at, cost)
   elseif take and not lease then
     local ok, remaining, retry, reset = take(KEYS[ki], set.sps[1], now, cost)
     ki = ki + 1

@@ -8,11 +8,5 @@ local now = clock()
 local units = tonumber(ARGV[1])
 local at = tonumber(ARGV[2])
 local views = read_views(4, 1, tonumber(ARGV[3]), now, false)
-for j = 1, #views do
-  if views[j] and at < 0 then
-    views[j].A.refund(views[j], units)
-  elseif views[j] then
-    views[j].A.giveback(views[j], at, units)
-  end
-end
+give_back(views, at, units)
 return #views
