@@ -431,15 +431,17 @@ func (l *Limiter) settle(c *call, sent bool) {
 }
 
 // shardOutcome counts c's outcome on the breaker of its cluster master,
-// and, after a failure, has the cluster client reload its slot map: a
-// replica may serve the failed master's slots now. Requests of no shard
-// (leases) only trigger the reload.
+// and, after a failure, has the Store reload its slot map: a replica may
+// serve the failed master's slots now. ReasonCluster is no master's
+// failure (CLUSTERDOWN, or a move that outlasted the budget): it counts on
+// no breaker, and reloads the map too. Requests of no shard (leases) only
+// trigger the reload.
 func (l *Limiter) shardOutcome(nd *node, c *call, sent bool) {
 	if !nd.sharded || !sent || c.dropped {
 		return
 	}
-	failed := !c.ok && c.why != ReasonCancelled && c.why != ReasonQueued
-	if failed {
+	failed := !c.ok && c.why != ReasonCancelled && c.why != ReasonQueued && c.why != ReasonCluster
+	if failed || c.why == ReasonCluster {
 		nd.store.Refresh()
 	}
 	if c.shard == nil {

@@ -104,26 +104,26 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	for _, n := range cfg.Nodes {
 		if err := add(n, false); err != nil {
-			closeOwned(nodes)
+			closeNodes(nodes)
 			return nil, err
 		}
 	}
 	for _, a := range cfg.Addrs {
 		o, name, err := remote.ParseAddr(a)
 		if err != nil {
-			closeOwned(nodes)
+			closeNodes(nodes)
 			return nil, fmt.Errorf("%w: %w", ErrInvalidNode, err)
 		}
 		c := remote.NewClient(o)
 		if err := add(Node{Name: name, Client: c}, true); err != nil {
 			c.Close()
-			closeOwned(nodes)
+			closeNodes(nodes)
 			return nil, err
 		}
 	}
 	ring, err := shard.New(shard.Config{}, names...)
 	if err != nil {
-		closeOwned(nodes)
+		closeNodes(nodes)
 		return nil, fmt.Errorf("%w: %w", ErrInvalidNode, err)
 	}
 	l.ring = ring
@@ -151,6 +151,9 @@ func (l *Limiter) warm(nodes map[string]*node) error {
 	var mu sync.Mutex
 	var bad []error
 	for _, nd := range nodes {
+		for _, c := range nd.store.Caveats() {
+			l.cfg.Logger.Warn("hybrid: an option of the node's client defeats the limiter: "+c.Problem, "node", nd.name, "option", c.Option, "fix", c.Fix)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -225,8 +228,8 @@ func (l *Limiter) newBreaker(name string) (*breaker.Breaker, error) {
 
 // shardOf returns the breaker of the cluster master that serves key, or nil
 // when nd is not a cluster or the slot map cannot say.
-func (l *Limiter) shardOf(ctx context.Context, nd *node, key string) *breaker.Breaker {
-	addr, err := nd.store.Shard(ctx, key)
+func (l *Limiter) shardOf(nd *node, key string) *breaker.Breaker {
+	addr, err := nd.store.Shard(key)
 	if err != nil || addr == "" {
 		return nil
 	}
@@ -241,14 +244,23 @@ func (l *Limiter) shardOf(ctx context.Context, nd *node, key string) *breaker.Br
 	return v.(*breaker.Breaker)
 }
 
-func closeOwned(nodes map[string]*node) error {
+// closeNodes releases what the Limiter holds of nodes: each Store's own
+// connections (a Cluster's masters), and the clients it built.
+func closeNodes(nodes map[string]*node) error {
 	var errs []error
 	for _, nd := range nodes {
-		if nd.owned {
-			errs = append(errs, nd.client.Close())
-		}
+		errs = append(errs, nd.close())
 	}
 	return errors.Join(errs...)
+}
+
+// close releases the node's Store and, if the Limiter built it, its client.
+func (nd *node) close() error {
+	err := nd.store.Close()
+	if nd.owned {
+		err = errors.Join(err, nd.client.Close())
+	}
+	return err
 }
 
 // Allow decides one unit for key against all the limits at once.
@@ -306,7 +318,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	}
 	// Nothing would be sent past an open breaker (on a Cluster, that of
 	// the key's master: the others may be healthy), so do not queue.
-	shard, open := l.breakerFor(ctx, nd, key)
+	shard, open := l.breakerFor(nd, key)
 	if open {
 		return l.fail(nd, ReasonBreakerOpen, nil, key, n, limits), nil
 	}
@@ -512,7 +524,8 @@ func (l *Limiter) AddNode(n Node) error {
 }
 
 // RemoveNode takes a node out of the ring; its keys move to the others.
-// A node built from Config.Addrs has its client closed once the calls
+// A node built from Config.Addrs has its client closed, and a Cluster node
+// the connections the Limiter opened to its masters, once the calls
 // already sent to it are over (2 × Timeout), or at Close.
 func (l *Limiter) RemoveNode(name string) error {
 	l.mu.Lock()
@@ -534,21 +547,22 @@ func (l *Limiter) RemoveNode(name string) error {
 	if l.leases != nil {
 		l.leases.rehome()
 	}
-	if nd.owned {
+	if nd.owned || nd.sharded {
 		// Calls already routed to the node finish within Timeout; close its
-		// client after that (or at Close, whichever comes first).
+		// client and its Store after that (or at Close, whichever comes
+		// first).
 		l.retired = append(l.retired, nd)
 		l.retireTimers = append(l.retireTimers, time.AfterFunc(2*l.cfg.Timeout, func() { l.closeRetired(nd) }))
 	}
 	return nil
 }
 
-// closeRetired closes the client of a removed node once.
+// closeRetired closes a removed node once.
 func (l *Limiter) closeRetired(nd *node) error {
 	if nd.retiredClosed.Swap(true) {
 		return nil
 	}
-	return nd.client.Close()
+	return nd.close()
 }
 
 // Close releases the clients the Limiter built. It is idempotent; after it
@@ -576,6 +590,6 @@ func (l *Limiter) Close() error {
 		l.retireTimers[i].Stop()
 		errs = append(errs, l.closeRetired(nd))
 	}
-	errs = append(errs, closeOwned(*l.nodes.Load()))
+	errs = append(errs, closeNodes(*l.nodes.Load()))
 	return errors.Join(errs...)
 }

@@ -84,7 +84,7 @@ func (l *Limiter) AllowAtMost(ctx context.Context, key string, n int64, limits .
 	if nd == nil {
 		return l.failAtMost(nil, ReasonNoNode, nil, key, n, limits), nil
 	}
-	shard, open := l.breakerFor(ctx, nd, key)
+	shard, open := l.breakerFor(nd, key)
 	if open {
 		return l.failAtMost(nd, ReasonBreakerOpen, nil, key, n, limits), nil
 	}
@@ -203,11 +203,11 @@ func (l *Limiter) scaled(limits []Limit) []Limit {
 // master's is open the slot map is kept fresh (Store.Refresh, at most
 // every 100 ms): a replica may be promoted any moment, and the key's next
 // request must find the new master and its closed breaker.
-func (l *Limiter) breakerFor(ctx context.Context, nd *node, key string) (*breaker.Breaker, bool) {
+func (l *Limiter) breakerFor(nd *node, key string) (*breaker.Breaker, bool) {
 	if !nd.sharded {
 		return nil, nd.br.Open()
 	}
-	shard := l.shardOf(ctx, nd, key)
+	shard := l.shardOf(nd, key)
 	if shard != nil && shard.Open() {
 		nd.store.Refresh()
 		return shard, true
@@ -226,7 +226,7 @@ func (l *Limiter) direct(ctx context.Context, nd *node, key string, fn func(cont
 	case ctx.Err() != nil:
 		return false, ReasonCancelled, nil
 	}
-	shard, open := l.breakerFor(ctx, nd, key)
+	shard, open := l.breakerFor(nd, key)
 	if open {
 		return false, ReasonBreakerOpen, nil
 	}

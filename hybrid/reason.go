@@ -44,15 +44,22 @@ const (
 	// certificate that failed verification): a password or ACL changed
 	// under a running service. Logged at ERROR.
 	ReasonConfig
+	// ReasonCluster: a Redis Cluster did not run the request, and no
+	// master is to blame: it answered CLUSTERDOWN (with
+	// cluster-require-full-coverage yes, every master does while a dead
+	// master's replica is not yet promoted), or the request's slot was
+	// moving and its routing answers (MOVED, ASK, TRYAGAIN) outlasted its
+	// budget. Counted on no breaker; the slot map is reloaded.
+	ReasonCluster
 
 	numReasons
 )
 
-var reasonNames = [...]string{"breaker-open", "timeout", "transport", "server", "queued", "cancelled", "no-node", "config"}
+var reasonNames = [...]string{"breaker-open", "timeout", "transport", "server", "queued", "cancelled", "no-node", "config", "cluster"}
 
 // String returns the reason's name as the metrics label it: "breaker-open",
-// "timeout", "transport", "server", "queued", "cancelled", "no-node" or
-// "config".
+// "timeout", "transport", "server", "queued", "cancelled", "no-node",
+// "config" or "cluster".
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) {
 		return reasonNames[r]
@@ -76,6 +83,8 @@ func reasonOf(err error) Reason {
 	switch {
 	case remote.IsConfigError(err):
 		return ReasonConfig
+	case errors.Is(err, remote.ErrCluster):
+		return ReasonCluster
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return ReasonTimeout
 	case errors.As(err, &re):

@@ -22,8 +22,8 @@ func (s *Store) loadLibrary(ctx context.Context) error {
 		}
 		return err
 	}
-	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
-		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return load(ctx, m) })
+	if s.cl != nil {
+		return s.eachMaster(ctx, func(m *member) error { return load(ctx, m.client) })
 	}
 	if c, ok := s.rdb.(redis.Cmdable); ok {
 		return load(ctx, c)
@@ -50,6 +50,9 @@ func (s *Store) Load(ctx context.Context) error {
 		return err
 	}
 	s.fn.Store(false)
+	if s.cl != nil {
+		return s.eachMaster(ctx, func(m *member) error { return s.scripts.load(ctx, m.client) })
+	}
 	return s.scripts.load(ctx, s.rdb)
 }
 
@@ -112,8 +115,15 @@ func (s *Store) reload(ctx context.Context, c *call, cmd redis.Cmder) bool {
 	return s.fn.Load() || s.rdb.ScriptLoad(ctx, c.sc.src).Err() == nil
 }
 
-// run sends c, and once more if the node did not have its code.
+// run sends c, and once more if the node did not have its code. On a
+// Redis Cluster it follows the cluster's routing answers (send).
 func (s *Store) run(ctx context.Context, c *call, mk func([]any) redis.Cmder) redis.Cmder {
+	if s.cl != nil {
+		r := s.routedCall(c, mk)
+		s.send(ctx, []*routed{r})
+		r.cmd.SetErr(r.err())
+		return r.cmd
+	}
 	cmd := s.command(c, mk)
 	_ = s.rdb.Process(ctx, cmd) // the error is the command's
 	if missing(cmd) && s.reload(ctx, c, cmd) {

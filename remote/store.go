@@ -40,22 +40,26 @@ type Config struct {
 	Prefix string
 }
 
-// Store decides limits on one Redis node. It is safe for concurrent use and
-// holds no resources of its own: closing the client is the caller's.
+// Store decides limits on one Redis node. It is safe for concurrent use.
+// On a client of one server it holds no resources of its own: closing the
+// client is the caller's. On a Redis Cluster it routes its commands itself
+// (cluster.go), over clients of its own for each master, which Close
+// closes.
 type Store struct {
-	rdb       Client
-	oneCall   bool // a batch is one script call: the client talks to one server
-	conc      int  // see Concurrency
-	prefix    string
-	scripts   *scriptSet
-	lastArgs  atomic.Pointer[boxedSpec] // see specArgs
-	refreshed atomic.Int64              // unix ns of the last Refresh that reloaded
-	fn        atomic.Bool               // the code runs as a function library (Functions)
+	rdb      Client
+	cl       *cluster // a Redis Cluster's slot map and masters, or nil
+	oneCall  bool     // a batch is one script call: the client talks to one server
+	conc     int      // see Concurrency
+	prefix   string
+	scripts  *scriptSet
+	lastArgs atomic.Pointer[boxedSpec] // see specArgs
+	fn       atomic.Bool               // the code runs as a function library (Functions)
 }
 
-// New returns a Store on rdb. It does not contact Redis; call Load to load
-// the scripts ahead of the first decision (clients from NewClient load them
-// on connect).
+// New returns a Store on rdb. It does not contact Redis; call Load (or
+// Probe) to load the Lua code, and on a Redis Cluster the slot map, ahead
+// of the first decision. Of a *redis.ClusterClient it uses only the
+// options; Close releases the connections it opens.
 func New(rdb Client, cfg Config) (*Store, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("remote: nil client")
@@ -76,6 +80,7 @@ func New(rdb Client, cfg Config) (*Store, error) {
 		st.oneCall = true
 		st.conc = c.Options().PoolSize
 	case *redis.ClusterClient:
+		st.cl = newCluster(c)
 		st.conc = c.Options().PoolSize
 	case *redis.Ring:
 		// A Ring shards by itself, behind one breaker of its user's: one
@@ -84,6 +89,15 @@ func New(rdb Client, cfg Config) (*Store, error) {
 	}
 	st.conc = max(st.conc, 1)
 	return st, nil
+}
+
+// Close releases what the Store holds: on a Redis Cluster, its clients of
+// the masters. It does not close the client given to New. Idempotent.
+func (s *Store) Close() error {
+	if s.cl == nil {
+		return nil
+	}
+	return s.cl.close()
 }
 
 // DefaultConcurrency is what Concurrency reports for a client whose pool
@@ -128,7 +142,7 @@ func (e Eviction) MayEvict() bool { return e.MaxMemory > 0 && e.Policy != "noevi
 // Redis that renames it); on a Redis Cluster it asks one node.
 func (s *Store) Eviction(ctx context.Context) (Eviction, error) {
 	cmd := redis.NewMapStringStringCmd(ctx, "config", "get", "maxmemory*")
-	if err := s.rdb.Process(ctx, cmd); err != nil {
+	if err := s.process(ctx, -1, cmd); err != nil {
 		return Eviction{}, err
 	}
 	m := cmd.Val()
@@ -149,12 +163,21 @@ func (s *Store) Eviction(ctx context.Context) (Eviction, error) {
 // connection's handshake (a HELLO round trip, which go-redis makes on a
 // connection's first use) inside their budget. It returns the first error.
 func (s *Store) Connect(ctx context.Context, n int) error {
-	errs := make(chan error, n)
-	for range n {
-		go func() { errs <- s.rdb.Process(ctx, redis.NewStatusCmd(ctx, "ping")) }()
+	procs := []func(context.Context, redis.Cmder) error{s.rdb.Process}
+	if s.cl != nil { // each master's pool
+		procs = procs[:0]
+		for _, m := range s.cl.masters() {
+			procs = append(procs, m.client.Process)
+		}
+	}
+	errs := make(chan error, n*len(procs))
+	for _, p := range procs {
+		for range n {
+			go func() { errs <- p(ctx, redis.NewStatusCmd(ctx, "ping")) }()
+		}
 	}
 	var first error
-	for range n {
+	for range n * len(procs) {
 		if err := <-errs; err != nil && first == nil {
 			first = err
 		}
@@ -458,12 +481,7 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 	if len(out) != len(reqs) {
 		return fmt.Errorf("remote: %d results for %d requests", len(out), len(reqs))
 	}
-	type sent struct {
-		i   int
-		c   *call
-		cmd *redis.IntSliceCmd
-	}
-	calls := make([]sent, 0, len(reqs))
+	calls := make([]sentCall, 0, len(reqs))
 	for i, r := range reqs {
 		out[i] = Result{}
 		if err := r.built(); err != nil {
@@ -474,13 +492,62 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 		if r.lease {
 			c = s.entryCall(entryLease, r, r.n)
 		}
-		calls = append(calls, sent{i: i, c: c})
+		calls = append(calls, sentCall{i: i, c: c})
 	}
 	if len(calls) == 0 {
 		return nil
 	}
-	send := func(cs []*sent) {
-		// Errors are read per command below.
+	if s.cl != nil {
+		rs := make([]*routed, len(calls))
+		for i := range calls {
+			rs[i] = s.routedCall(calls[i].c, func(a []any) redis.Cmder { return redis.NewIntSliceCmd(ctx, a...) })
+		}
+		s.send(ctx, rs)
+		for i, r := range rs {
+			r.cmd.SetErr(r.err())
+			calls[i].cmd = r.cmd.(*redis.IntSliceCmd)
+		}
+	} else {
+		s.pipeline(ctx, calls)
+	}
+	var firstErr error
+	answered := false
+	for _, c := range calls {
+		vals, err := c.cmd.Result()
+		if err != nil {
+			out[c.i].Err = err
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		answered = true
+		n, err := parseReply(vals, reqs[c.i], &out[c.i])
+		if err == nil && n != len(vals) {
+			err = fmt.Errorf("%w: %d values, want %d", ErrReply, len(vals), n)
+		}
+		out[c.i].Err = err
+	}
+	if answered {
+		return nil
+	}
+	return firstErr
+}
+
+// sentCall is one request's call in a pipeline: its index in the batch,
+// the call, and the command sent.
+type sentCall struct {
+	i   int
+	c   *call
+	cmd *redis.IntSliceCmd
+}
+
+// pipeline sends calls in one pipeline of the client's; commands that met
+// a node without their code did not run, and are sent again once it is
+// loaded (the library once, each script once).
+func (s *Store) pipeline(ctx context.Context, calls []sentCall) {
+	send := func(cs []*sentCall) {
+		// Errors are read per command.
 		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, c := range cs {
 				c.cmd = s.command(c.c, func(a []any) redis.Cmder { return redis.NewIntSliceCmd(ctx, a...) }).(*redis.IntSliceCmd)
@@ -489,14 +556,12 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 			return nil
 		})
 	}
-	all := make([]*sent, len(calls))
+	all := make([]*sentCall, len(calls))
 	for i := range calls {
 		all[i] = &calls[i]
 	}
 	send(all)
-	// Commands that met a node without their code did not run: load it
-	// (the library once, each script once) and send them again.
-	var again []*sent
+	var again []*sentCall
 	var libTried, libOK bool
 	scripts := map[*script]bool{}
 	for _, c := range all {
@@ -526,28 +591,6 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 	if len(again) > 0 {
 		send(again)
 	}
-	var firstErr error
-	answered := false
-	for _, c := range calls {
-		vals, err := c.cmd.Result()
-		if err != nil {
-			out[c.i].Err = err
-			if firstErr == nil {
-				firstErr = err
-			}
-			continue
-		}
-		answered = true
-		n, err := parseReply(vals, reqs[c.i], &out[c.i])
-		if err == nil && n != len(vals) {
-			err = fmt.Errorf("%w: %d values, want %d", ErrReply, len(vals), n)
-		}
-		out[c.i].Err = err
-	}
-	if answered {
-		return nil
-	}
-	return firstErr
 }
 
 // parseDecision reads allowed, binding, remaining, retry, reset, delay.
@@ -618,5 +661,5 @@ func (s *Store) Reset(ctx context.Context, req Request) error {
 	for _, l := range req.limits {
 		del = append(del, s.tagged(tag, l))
 	}
-	return s.rdb.Process(ctx, redis.NewIntCmd(ctx, del...))
+	return s.process(ctx, keySlot(del[1].(string)), redis.NewIntCmd(ctx, del...))
 }

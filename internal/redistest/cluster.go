@@ -19,6 +19,8 @@ import (
 type Cluster struct {
 	Masters  []*Server   // the masters, each owning a range of slots
 	Replicas [][]*Server // Replicas[i] replicate Masters[i]
+
+	opts []Option // every member's, for AddMaster
 }
 
 // clusterReady bounds how long LaunchCluster waits for the cluster to agree.
@@ -31,7 +33,7 @@ const clusterReady = 20 * time.Second
 // in sync. The caller closes the Cluster. On error it stops what it
 // started; without redis-server the error wraps ErrNotFound.
 func LaunchCluster(masters, replicas int, opts ...Option) (c *Cluster, err error) {
-	c = &Cluster{}
+	c = &Cluster{opts: opts}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Close())
@@ -40,18 +42,11 @@ func LaunchCluster(masters, replicas int, opts ...Option) (c *Cluster, err error
 	}()
 	buses := map[*Server]int{}
 	start := func() (*Server, error) {
-		bus, err := freePort()
-		if err != nil {
-			return nil, err
+		s, bus, err := c.launchMember()
+		if err == nil {
+			buses[s] = bus
 		}
-		o := append([]Option{WithArgs("--cluster-enabled", "yes", "--cluster-node-timeout", "1000",
-			"--cluster-port", strconv.Itoa(bus), "--cluster-config-file", "nodes.conf")}, opts...)
-		s, err := Launch(o...)
-		if err != nil {
-			return nil, err
-		}
-		buses[s] = bus
-		return s, nil
+		return s, err
 	}
 	for range masters {
 		s, err := start()
@@ -124,6 +119,19 @@ func LaunchCluster(masters, replicas int, opts ...Option) (c *Cluster, err error
 		return err == nil && (strings.Contains(repl, "role:master") || strings.Contains(repl, "master_link_status:up"))
 	})
 	return c, err
+}
+
+// launchMember starts one server in cluster mode, with a cluster bus port
+// of its own, not yet part of any cluster.
+func (c *Cluster) launchMember() (*Server, int, error) {
+	bus, err := freePort()
+	if err != nil {
+		return nil, 0, err
+	}
+	o := append([]Option{WithArgs("--cluster-enabled", "yes", "--cluster-node-timeout", "1000",
+		"--cluster-port", strconv.Itoa(bus), "--cluster-config-file", "nodes.conf")}, c.opts...)
+	s, err := Launch(o...)
+	return s, bus, err
 }
 
 // StartCluster is LaunchCluster for a test: the servers stop at its end.
