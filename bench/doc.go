@@ -10,6 +10,8 @@
 //	go run ./bench -fault kill          # fault timeline: table and fault-timeline.svg
 //	go run ./bench -fault slow          # the same while one node's replies take 25ms
 //	go run ./bench -cluster -fault failover   # a cluster master killed, its replica promoted
+//	go run ./bench -cluster -fault reshard    # 2,000 slots moved by redis-cli under load
+//	go run ./bench -cluster -fault scale-out  # a master added, the slots rebalanced onto it
 //	go run ./bench -report docs/figures.md    # all of them: one Markdown report and its charts
 //
 // # Nodes
@@ -271,11 +273,11 @@
 // workload: p99 against offered load, both on log scales, a line per
 // system, the generator alone dashed, and the 1 ms target.
 //
-// # Fault timeline: -fault kill|pause|restart|slow|flap|failover
+// # Fault timeline: -fault kill|pause|restart|slow|flap|failover|reshard|scale-out
 //
-// Embedded nodes only: with -nodes it is a usage error. failover needs
-// -cluster (and is the only fault there); the others need independent
-// nodes. Half the
+// Embedded nodes only: with -nodes it is a usage error. failover,
+// reshard and scale-out need -cluster (and are the only faults there);
+// the others need independent nodes. Half the
 // goroutines send requests for 6 hot keys (within their limit, served
 // from leases), the other half for Zipf keys, through -instances
 // Limiters, for -duration in all (default 12s here). The node owning the
@@ -330,6 +332,27 @@
 //     back within the run; hybrid reloads the map after failures. The
 //     degraded column stays at every instance after the promotion: the
 //     dead master's breaker has no keys left to close it;
+//   - reshard (-cluster): redis-cli --cluster reshard moves 2,000 slots,
+//     keys and all, from the master that owns the most hot keys to the
+//     next one, as an operator does: slot by slot, marked importing and
+//     migrating, its keys MIGRATEd ten at a time, then handed over.
+//     Requests meanwhile meet ASK, TRYAGAIN (a request whose keys the
+//     migration has split) and MOVED. The slots' return is the end of the
+//     move;
+//   - scale-out (-cluster): a fourth master joins (redis-cli --cluster
+//     add-node) and takes a quarter of the slots from the three
+//     (rebalance --cluster-use-empty-masters); -duration defaults to 20s
+//     here. Before either move 60,000 keys of 64 bytes are written over
+//     every slot, so that a slot's move takes as long as on a cluster that
+//     holds data (2,000 slots: about 3s on the 2-core VM). The move runs
+//     on until it ends even if the run ends first (redis-cli stopped
+//     midway would leave slots open). Alongside the load, redis_rate (one
+//     cluster client of go-redis's defaults) is asked by 4 goroutines for
+//     1,000 keys of the victim master with the zipf limits. After the
+//     timeline, a line gives how long the slots moved, hybridlimit's
+//     failure-mode answers and errors meanwhile, and redis_rate's calls,
+//     errors, p99 and slowest call meanwhile. Both need redis-cli
+//     (Debian's redis-tools);
 //
 // slow and flap act through a TCP proxy on a loopback port in front of
 // the victim (bench/proxy.go): every instance's client for that node dials
@@ -377,8 +400,10 @@
 // The sections, in this order: the comparison (go run ./bench), the
 // seed's workload on one instance (-workload seed -instances 1, which
 // docs/capacity.md sizes a service from), -sweep lease, -sweep load, -fault kill, pause, restart, slow and flap, and
-// -fault failover on an embedded Redis Cluster (-cluster), this one only
-// where the embedded nodes are redis-server (miniredis has no cluster).
+// -fault failover, reshard and scale-out on an embedded Redis Cluster
+// (-cluster), these only where the embedded nodes are redis-server
+// (miniredis has no cluster), and the last two only where redis-cli is
+// installed.
 // Each runs in this process as its own command runs it alone, on nodes of
 // its own, started and stopped as that command would, and names that
 // command.
@@ -408,7 +433,7 @@
 // sweep), -instances, -concurrency, -keys, -q, and -nodes, -cluster and
 // -tls-*, as the modes take them: with -nodes no fault timeline runs
 // (faults are injected into embedded nodes only), with -cluster only
-// failover. Any other flag with -report is a usage error: the standard
+// failover, reshard and scale-out. Any other flag with -report is a usage error: the standard
 // set runs each mode with its defaults.
 //
 // # Flags
@@ -419,7 +444,7 @@
 //	                      one (3 masters, 3 replicas), or with -nodes an existing one;
 //	                      hybridlimit with it as one node (a breaker per master),
 //	                      redis_rate with a cluster client; of the faults, only
-//	                      -fault failover, on the embedded one
+//	                      failover, reshard and scale-out, on the embedded one
 //	-tls-ca FILE          with -nodes: PEM CA certificates that verify the rediss://
 //	                      nodes (default the system's roots)
 //	-tls-cert FILE        with -nodes and -tls-key: the client certificate for the
@@ -450,8 +475,8 @@
 //	-sweep load           open-loop latency at rising offered loads (see above)
 //	-max-load N           with -sweep load, the highest offered load to step to,
 //	                      in decisions/s, at least 5000 (default 5000000)
-//	-fault K              kill, pause, restart, slow or flap; failover with -cluster
-//	                      (see above)
+//	-fault K              kill, pause, restart, slow or flap; failover, reshard or
+//	                      scale-out with -cluster (see above)
 //	-interval D           with -fault, the width of a timeline row (default 1s,
 //	                      at least 10ms, at most 300 rows)
 //	-out DIR              where lease-sweep.svg, latency-throughput.svg and
@@ -575,7 +600,8 @@
 // The "fault" object:
 //
 //	type                        string           "fault"
-//	fault                       string           "kill", "pause", "restart", "slow", "flap" or "failover"
+//	fault                       string           "kill", "pause", "restart", "slow", "flap",
+//	                                             "failover", "reshard" or "scale-out"
 //	node                        string           the victim's address
 //	nodes                       string           "redis-server 7.0.15" or "miniredis"
 //	hot_keys                    array of string  the hot keys the victim owns ("hot:3")
@@ -586,7 +612,8 @@
 //	back_at_s                   number or null   when the node answered again (resumed,
 //	                                             the new process up, replies fast again,
 //	                                             the path up for good, the replica
-//	                                             promoted); null for kill
+//	                                             promoted, the slots moved); null for
+//	                                             kill
 //	slow_ms                     number or null   slow: the mean delay added to each reply,
 //	                                             in ms; null for the other faults
 //	flaps                       integer          flap: how many times the path went down;
@@ -609,6 +636,17 @@
 //	                                             failure-mode answer for the master's keys
 //	redis_rate_after_ms         number or null   failover: from the kill until redis_rate's
 //	                                             first success on a key of the master
+//	move_s                      number or null   reshard, scale-out: how long the slots
+//	                                             moved (rebalance alone for scale-out);
+//	                                             null for the other faults or if the
+//	                                             move outlasted the run
+//	redis_rate_calls            integer          reshard, scale-out: redis_rate's calls
+//	                                             started while the slots moved; 0 for
+//	                                             the other faults (so are the next four)
+//	redis_rate_errors           integer          those that returned an error
+//	redis_rate_p99_us           number           their p99 latency, µs
+//	redis_rate_slowest_ms       number           the slowest of them, ms
+//	redis_rate_last_error       string           the last error, "" for none
 //	breaker_opened              integer          times the victim's breaker opened in the
 //	                                             run, summed over instances
 //	decisions                   integer          decisions made in the run

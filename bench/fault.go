@@ -67,32 +67,40 @@ type second struct {
 // faultSummary is the last line of a fault run. Its JSON form is
 // documented in doc.go.
 type faultSummary struct {
-	Type             string           `json:"type"`
-	Fault            string           `json:"fault"`
-	Node             string           `json:"node"`
-	Nodes            string           `json:"nodes"`
-	HotKeys          []string         `json:"hot_keys"`
-	Instances        int              `json:"instances"`
-	Concurrency      int              `json:"concurrency"`
-	Seconds          float64          `json:"seconds"`
-	FaultAt          float64          `json:"fault_at_s"`
-	BackAt           *float64         `json:"back_at_s"`
-	SlowMs           *float64         `json:"slow_ms"`
-	Flaps            int              `json:"flaps"`
-	DegradedMs       *float64         `json:"degraded_after_ms"`
-	RecoveredMs      *float64         `json:"recovered_after_ms"`
-	PromotedMs       *float64         `json:"promoted_after_ms"`
-	RemoteMs         *float64         `json:"remote_after_ms"`
-	LastFailureMs    *float64         `json:"last_failure_after_ms"`
-	RedisRateMs      *float64         `json:"redis_rate_after_ms"`
-	Opened           int64            `json:"breaker_opened"`
-	Decisions        int64            `json:"decisions"`
-	Errors           int64            `json:"errors"`
-	Sources          map[string]int64 `json:"sources"`
-	VictimDecisions  int64            `json:"victim_decisions"`
-	VictimFailed     int64            `json:"victim_failure_mode"`
-	FaultVictimPct   float64          `json:"fault_victim_failure_pct"`
-	FaultVictimP99us float64          `json:"fault_victim_remote_p99_us"`
+	Type          string   `json:"type"`
+	Fault         string   `json:"fault"`
+	Node          string   `json:"node"`
+	Nodes         string   `json:"nodes"`
+	HotKeys       []string `json:"hot_keys"`
+	Instances     int      `json:"instances"`
+	Concurrency   int      `json:"concurrency"`
+	Seconds       float64  `json:"seconds"`
+	FaultAt       float64  `json:"fault_at_s"`
+	BackAt        *float64 `json:"back_at_s"`
+	SlowMs        *float64 `json:"slow_ms"`
+	Flaps         int      `json:"flaps"`
+	DegradedMs    *float64 `json:"degraded_after_ms"`
+	RecoveredMs   *float64 `json:"recovered_after_ms"`
+	PromotedMs    *float64 `json:"promoted_after_ms"`
+	RemoteMs      *float64 `json:"remote_after_ms"`
+	LastFailureMs *float64 `json:"last_failure_after_ms"`
+	RedisRateMs   *float64 `json:"redis_rate_after_ms"`
+	// Slot moves (reshard, scale-out): how long the slots moved, and
+	// redis_rate's calls meanwhile (move.go).
+	MoveSeconds        *float64         `json:"move_s"`
+	RedisRateCalls     int64            `json:"redis_rate_calls"`
+	RedisRateErrors    int64            `json:"redis_rate_errors"`
+	RedisRateP99us     float64          `json:"redis_rate_p99_us"`
+	RedisRateSlowestMs float64          `json:"redis_rate_slowest_ms"`
+	RedisRateLastError string           `json:"redis_rate_last_error"`
+	Opened             int64            `json:"breaker_opened"`
+	Decisions          int64            `json:"decisions"`
+	Errors             int64            `json:"errors"`
+	Sources            map[string]int64 `json:"sources"`
+	VictimDecisions    int64            `json:"victim_decisions"`
+	VictimFailed       int64            `json:"victim_failure_mode"`
+	FaultVictimPct     float64          `json:"fault_victim_failure_pct"`
+	FaultVictimP99us   float64          `json:"fault_victim_remote_p99_us"`
 }
 
 // faultRow is what one goroutine counted in one row of the timeline.
@@ -252,11 +260,19 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	hot := hotKeys()
 	hotLimits, zipfLimits := s.workloadLimits("hot"), s.workloadLimits("zipf")
 	zipfW := newWorkload("zipf", s)
+	if movesSlots(s.fault) {
+		if err := checkMove(e.cl, s.fault); err != nil {
+			return err
+		}
+		if err := e.cl.rc.Fill(ctx, fillKeys, fillBytes); err != nil {
+			return err
+		}
+	}
 	// names are the nodes the victim is chosen from: hybrid's nodes, or
-	// with -fault failover the cluster's masters (hybrid's one node).
+	// on a cluster its masters (hybrid's one node).
 	var names []string
 	var owner func(key string) int
-	if s.fault == faultFailover {
+	if s.cluster {
 		names, owner, err = clusterOwners(ctx, e.cl, hot)
 	} else {
 		names, owner, err = ringOwners(e.cl)
@@ -295,7 +311,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	}
 	defer func() { err = errors.Join(err, h.close()) }()
 	seen := hotOwner // clusterOwners checked the slots with CLUSTER KEYSLOT
-	if s.fault != faultFailover {
+	if !s.cluster {
 		if seen, err = locateHotKeys(ctx, e.cl, h, hot, hotLimits); err != nil {
 			return err
 		}
@@ -323,7 +339,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	var cur atomic.Int64 // the row being counted
 	perG := max(1, maxDecisions/s.concurrency)
 	watchNode, watchShard := victimName, ""
-	if s.fault == faultFailover {
+	if s.cluster {
 		watchNode, watchShard = e.cl.names[0], victimName
 	}
 	watch := newBreakerWatch(h, watchNode, watchShard)
@@ -343,6 +359,8 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, probe.close()) }()
+	mover := newMoveProbe(e, owner, victim, zipfLimits)
+	defer func() { err = errors.Join(err, mover.close()) }()
 
 	runCtx, cancel := context.WithTimeout(ctx, s.duration)
 	defer cancel()
@@ -421,10 +439,11 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
-	in := &injector{cl: e.cl, px: px, fault: s.fault, victim: victim, name: victimName, start: start, faultAt: faultAt, backAt: backAt, killed: &killedAt}
+	in := &injector{cl: e.cl, px: px, fault: s.fault, victim: victim, name: victimName, start: start, faultAt: faultAt, backAt: backAt, killed: &killedAt, moveCtx: ctx}
 	injected := make(chan error, 1)
 	go func() { injected <- in.run(runCtx) }()
 	probed := probe.start(runCtx, start, &killedAt)
+	moved := mover.start(runCtx, start, &in.moveFrom, &in.moveTo)
 
 	// Count rows by time; sample the victim's breakers every sampleEvery
 	// and at each new row, so that what changed is put in its row.
@@ -473,6 +492,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	cancel()
 	injErr := <-injected
 	<-probed
+	<-moved
 	if ctx.Err() != nil {
 		return fmt.Errorf("bench: interrupted: %w", ctx.Err())
 	}
@@ -511,6 +531,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 		sum.RecoveredMs = nil
 		events = failoverTimes(&sum, events, recov, probe, time.Duration(killedAt.Load()))
 	}
+	moveFigures(&sum, mover, time.Duration(in.moveFrom.Load()), time.Duration(in.moveTo.Load()))
 
 	// The fault's rows: from the one it was injected in to the one before
 	// the node's return (to the end for kill).
@@ -726,6 +747,8 @@ func printFault(w io.Writer, asJSON bool, timeline []second, sum faultSummary) e
 	switch {
 	case sum.Fault == faultFailover:
 		printFailover(w, sum)
+	case movesSlots(sum.Fault):
+		printMove(w, sum)
 	case sum.BackAt == nil:
 		fmt.Fprintln(w, "the node stays down until the end")
 	case sum.Opened == 0 && sum.DegradedMs == nil:

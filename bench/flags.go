@@ -42,7 +42,8 @@ const (
 // faultKinds are the values of -fault on independent nodes.
 var faultKinds = []string{"kill", "pause", "restart", "slow", "flap"}
 
-// faultFailover is the one -fault on a cluster (-cluster, embedded).
+// faultFailover is a -fault on a cluster (-cluster, embedded), as are
+// the slot moves of move.go.
 const faultFailover = "failover"
 
 // algorithms maps the values of -algorithm to hybrid's algorithms, in
@@ -116,7 +117,7 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	fs.Float64Var(&s.leaseFraction, "lease-fraction", 0.01, "hybrid Lease.MaxFraction: the largest lease as a fraction of the limit, in [0, 1]; 0 turns leases off")
 	sweep := fs.String("sweep", "", "`lease|load` lease: run hot and zipf for a range of -lease-fraction values and write lease-sweep.svg; load: offer Poisson arrivals at rising rates, open loop, and write latency-throughput.svg")
 	fs.Int64Var(&s.maxLoad, "max-load", loadSteps[len(loadSteps)-1], "with -sweep load, the highest offered load to step to, in decisions/s")
-	fs.StringVar(&s.fault, "fault", "", "`kill|pause|restart|slow|flap|failover` one embedded node midway through a mixed run (slow: its replies delayed by half the Limiter's Timeout; flap: the path to it down and up every 100-300ms; failover, with -cluster only: kill a master, its replica is promoted); print a timeline and write fault-timeline.svg")
+	fs.StringVar(&s.fault, "fault", "", "`kill|pause|restart|slow|flap|failover|reshard|scale-out` one embedded node midway through a mixed run (slow: its replies delayed by half the Limiter's Timeout; flap: the path to it down and up every 100-300ms; with -cluster only: failover kills a master, its replica is promoted; reshard moves 2,000 of its slots to another master; scale-out adds a master and rebalances onto it); print a timeline and write fault-timeline.svg")
 	fs.DurationVar(&s.interval, "interval", time.Second, "with -fault, the width of one row of the timeline")
 	nodes := fs.String("nodes", "", "comma-separated `URLs` (redis://[user:password@]host:port[/db], rediss:// for TLS) of existing independent nodes to use instead of embedded ones; with -cluster, seed nodes of one existing Redis Cluster (database 0, one user and password, all redis:// or all rediss://)")
 	fs.BoolVar(&s.cluster, "cluster", false, "run on an embedded Redis Cluster of 3 masters and 3 replicas instead of 3 independent nodes, or with -nodes on the existing cluster those URLs seed: hybridlimit with the cluster as one node (a breaker per master), redis_rate with a cluster client")
@@ -162,8 +163,8 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	case *sweep != "":
 		return bad("-sweep %q: want lease or load", *sweep)
 	case s.fault != "":
-		if !slices.Contains(faultKinds, s.fault) && s.fault != faultFailover {
-			return bad("-fault %q: want one of %s or %s (with -cluster)", s.fault, strings.Join(faultKinds, ", "), faultFailover)
+		if !slices.Contains(faultKinds, s.fault) && !slices.Contains(clusterFaults, s.fault) {
+			return bad("-fault %q: want one of %s, or with -cluster %s", s.fault, strings.Join(faultKinds, ", "), strings.Join(clusterFaults, ", "))
 		}
 		s.mode = modeFault
 	}
@@ -176,6 +177,9 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 			s.duration = loadDuration
 		case modeFault:
 			s.duration = faultDuration
+			if s.fault == faultScaleOut {
+				s.duration = scaleOutDuration
+			}
 		}
 	}
 	if s.mode == modeLoad && !set["concurrency"] {
@@ -278,8 +282,10 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	switch {
 	case s.fault == faultFailover && !s.cluster:
 		return bad("-fault failover needs -cluster: it kills a master of the embedded cluster and times its replica's promotion")
-	case s.cluster && s.mode == modeFault && s.fault != faultFailover:
-		return bad("-cluster -fault %s: on a cluster only -fault failover is built", s.fault)
+	case movesSlots(s.fault) && !s.cluster:
+		return bad("-fault %s needs -cluster: it moves slots of the embedded cluster", s.fault)
+	case s.cluster && s.mode == modeFault && !slices.Contains(clusterFaults, s.fault):
+		return bad("-cluster -fault %s: on a cluster the faults are %s", s.fault, strings.Join(clusterFaults, ", "))
 	}
 
 	// Every limit the run will use must be valid for the chosen algorithm.

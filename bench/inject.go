@@ -55,10 +55,15 @@ type injector struct {
 	px              *proxy // in front of the victim, for slow and flap; else nil
 	fault           string
 	victim          int
-	name            string // the victim's: a node's name, or with failover the master's address
+	name            string // the victim's: a node's name, or on a cluster the master's address
 	start           time.Time
 	faultAt, backAt time.Duration
 	killed          *atomic.Int64 // failover: set to the time since start once the master is dead
+	// reshard and scale-out: the bench's context, which the move runs on,
+	// and when the slots started and ended moving (since start; 0: not
+	// yet).
+	moveCtx          context.Context
+	moveFrom, moveTo atomic.Int64
 
 	mu     sync.Mutex
 	events []event
@@ -98,6 +103,8 @@ func (in *injector) run(ctx context.Context) error {
 	}
 	cl, i, name := in.cl, in.victim, in.name
 	switch in.fault {
+	case faultReshard, faultScaleOut:
+		return in.move(in.moveCtx)
 	case faultFailover:
 		replica := cl.rc.Replicas[i][0].Addr()
 		if err := cl.rc.Masters[i].Kill(); err != nil {

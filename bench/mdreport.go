@@ -139,16 +139,25 @@ func reportPlan(passed []string) (secs []section, notes []string, err error) {
 	case has("nodes"):
 		notes = append(notes, "No fault timeline: bench injects faults only into nodes it starts, and -nodes names existing ones.")
 	case has("cluster"):
-		secs = append(secs, fault(faultFailover))
-		notes = append(notes, "Of the fault timelines only failover: on a cluster the others are not built; without -cluster the report runs them on 3 independent nodes.")
+		for _, kind := range clusterFaults {
+			secs = append(secs, fault(kind))
+		}
+		notes = append(notes, "Of the fault timelines only the cluster's (failover, reshard, scale-out): on a cluster the others are not built; without -cluster the report runs them on 3 independent nodes.")
 	default:
 		for _, kind := range faultKinds {
 			secs = append(secs, fault(kind))
 		}
-		if forceMiniredis() || !redistest.Available() {
-			notes = append(notes, "No failover timeline: it needs an embedded Redis Cluster of redis-server processes, and the nodes here are miniredis.")
-		} else {
+		_, noCLI := redistest.CLI()
+		switch {
+		case forceMiniredis() || !redistest.Available():
+			notes = append(notes, "No cluster timelines (failover, reshard, scale-out): they need an embedded Redis Cluster of redis-server processes, and the nodes here are miniredis.")
+		case noCLI != nil:
 			secs = append(secs, fault(faultFailover, "-cluster"))
+			notes = append(notes, "No reshard or scale-out timeline: they run redis-cli --cluster, which is not installed (apt-get install redis-tools).")
+		default:
+			for _, kind := range clusterFaults {
+				secs = append(secs, fault(kind, "-cluster"))
+			}
 		}
 	}
 	for i := range secs {

@@ -78,8 +78,8 @@ func TestReport(t *testing.T) {
 		t.Fatalf("%d sections after the header, want the contents and %d:\n%s", len(got), len(sections), md)
 	}
 	contents := got[0]
-	if !strings.Contains(contents, "- No failover timeline: ") {
-		t.Errorf("contents do not say the failover timeline did not run on miniredis:\n%s", contents)
+	if !strings.Contains(contents, "- No cluster timelines (failover, reshard, scale-out): ") {
+		t.Errorf("contents do not say the cluster timelines did not run on miniredis:\n%s", contents)
 	}
 	charts := []string{filepath.Base(path)}
 	for i, want := range sections {

@@ -157,3 +157,52 @@ func TestFaultFailover(t *testing.T) {
 	t.Logf("failover: promoted %.0fms after the kill, hybridlimit's keys from Redis %.0fms after (last failure-mode answer %v ms), redis_rate back %v ms after",
 		promoted, remote, show(sum.LastFailureMs), show(sum.RedisRateMs))
 }
+
+// TestFaultSlotMoves moves slots of the embedded cluster (3 masters, 60,000
+// filler keys) under load with redis-cli: reshard (2,000 slots, about 3 s
+// here) and scale-out (a fourth master, a quarter of the slots, about
+// 8 s). The slots must be moved within the run, with no error to a
+// caller, no breaker opened, and at most 0.5 % of the victim master's
+// keys answered by the failure mode meanwhile; redis_rate's calls during
+// the move are counted beside. Bounded: per move, the cluster's start,
+// the fill and a 9 s (reshard) or 16 s (scale-out) run.
+func TestFaultSlotMoves(t *testing.T) {
+	redisOnly(t)
+	redistest.RequireCLI(t)
+	for _, tc := range []struct {
+		fault    string
+		duration string
+		rows     int
+	}{
+		{faultReshard, "9s", 9},
+		{faultScaleOut, "16s", 16},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			dir := t.TempDir()
+			var stdout, stderr bytes.Buffer
+			args := []string{"-cluster", "-fault", tc.fault, "-duration", tc.duration, "-interval", "1s", "-concurrency", "8",
+				"-instances", "2", "-keys", "10000", "-json", "-q", "-out", dir}
+			if err := run(t.Context(), args, &stdout, &stderr); err != nil {
+				t.Fatalf("run(%q) = %v, stderr:\n%s", args, err, stderr.String())
+			}
+			rows, sum := faultRun(t, stdout.String())
+			checkFault(t, tc.fault, rows, sum, tc.rows)
+			if sum.MoveSeconds == nil {
+				t.Fatalf("move_s null: the slots did not move within the run")
+			}
+			if sum.Opened != 0 {
+				t.Errorf("the victim master's breaker opened %d times while its slots moved", sum.Opened)
+			}
+			if sum.FaultVictimPct > 0.5 {
+				t.Errorf("%.2f%% of the victim's keys answered by the failure mode while the slots moved, want <= 0.5%%", sum.FaultVictimPct)
+			}
+			if sum.RedisRateCalls == 0 {
+				t.Errorf("redis_rate made no call while the slots moved")
+			}
+			path := filepath.Join(dir, faultChart)
+			wantTexts(t, path, svgTexts(t, path), tc.fault+" ", "slots moved")
+			t.Logf("%s: slots moved in %.2fs; hybridlimit: %.3f%% of the victim's keys from the failure mode, %d errors; redis_rate: %d calls, %d errors, p99 %.0fµs, slowest %.0fms",
+				tc.fault, *sum.MoveSeconds, sum.FaultVictimPct, sum.Errors, sum.RedisRateCalls, sum.RedisRateErrors, sum.RedisRateP99us, sum.RedisRateSlowestMs)
+		})
+	}
+}

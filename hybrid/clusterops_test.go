@@ -76,6 +76,10 @@ type opLoad struct {
 	slowest  atomic.Int64 // ns
 	admitted [opKeys]atomic.Int64
 	calls    atomic.Int64
+	// victim marks the keys of the master an operation kills; healthy
+	// counts the failure-mode answers for the others'.
+	victim  [opKeys]bool
+	healthy atomic.Int64
 	// lastFailure is when the last answer of the failure mode came, ns
 	// since start.
 	lastFailure atomic.Int64
@@ -112,6 +116,9 @@ func (o *opLoad) run(stop <-chan struct{}) {
 				o.answers[o.phase.Load()][r.Source].Add(1)
 				if failureMode(r.Source) {
 					o.lastFailure.Store(int64(time.Since(o.start)))
+					if !o.victim[k] {
+						o.healthy.Add(1)
+					}
 				}
 				if r.Allowed && (r.Source == SourceRemote || r.Source == SourceLease) {
 					o.admitted[k].Add(1)
@@ -136,6 +143,8 @@ type opReport struct {
 	slowest         time.Duration
 	overLimit       int
 	promotedToBack  time.Duration // kill: last failure-mode answer after the promotion (<= 0: none after it)
+	clusterDown     time.Duration // kill: how long a healthy master reported cluster_state:fail
+	healthyFailure  int64         // kill: failure-mode answers for the healthy masters' keys
 	ran, remote     int64         // scripts run (INFO commandstats) and answers from Redis
 	rejected        int64         // script calls Redis rejected (MOVED, ASK, TRYAGAIN, CLUSTERDOWN)
 	undecidedReason map[Reason]int64
@@ -162,7 +171,8 @@ func (r opReport) String() string {
 		fmt.Fprintf(&b, "; scripts run %d, answers from Redis %d, script calls rejected %d", r.ran, r.remote, r.rejected)
 	}
 	if r.op == "kill" {
-		fmt.Fprintf(&b, "; last failure-mode answer %v after the promotion", r.promotedToBack.Round(time.Millisecond))
+		fmt.Fprintf(&b, "; last failure-mode answer %v after the promotion; a healthy master in cluster_state:fail for %v, its keys answered by the failure mode %d times",
+			r.promotedToBack.Round(time.Millisecond), r.clusterDown.Round(time.Millisecond), r.healthyFailure)
 	}
 	fmt.Fprintf(&b, "; undecided %v", r.undecidedReason)
 	return b.String()
@@ -236,7 +246,35 @@ func clusterOp(t *testing.T, c *redistest.Cluster, name, client string, build fu
 	t.Cleanup(func() { lim.Close() })
 	ctx := context.Background()
 	o := &opLoad{lim: lim, start: time.Now()}
+	for k := range o.victim {
+		o.victim[k] = c.MasterOf(t, "{"+opKey(k)+"}") == 0
+	}
 	ran0, rej0 := scriptStats(t, c)
+	// How long a healthy master (the last) says the cluster is down.
+	var down time.Duration
+	watchDone := make(chan struct{})
+	watchStop := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		healthy := c.Masters[len(c.Masters)-1].Client(t)
+		var since time.Time
+		for {
+			select {
+			case <-watchStop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			info, err := healthy.ClusterInfo(ctx).Result()
+			failed := err == nil && strings.Contains(info, "cluster_state:fail")
+			switch {
+			case failed && since.IsZero():
+				since = time.Now()
+			case !failed && !since.IsZero():
+				down += time.Since(since)
+				since = time.Time{}
+			}
+		}
+	}()
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { o.run(stop); close(done) }()
@@ -259,6 +297,8 @@ func clusterOp(t *testing.T, c *redistest.Cluster, name, client string, build fu
 	time.Sleep(settle / 2)
 	close(stop)
 	<-done
+	close(watchStop)
+	<-watchDone
 	elapsed := time.Since(o.start)
 
 	rep := opReport{op: name, client: client, took: took, errs: o.errs.Load(), slowest: time.Duration(o.slowest.Load()), opened: map[string]int64{}, ran: -1}
@@ -284,6 +324,7 @@ func clusterOp(t *testing.T, c *redistest.Cluster, name, client string, build fu
 	}
 	if !promoted.IsZero() {
 		rep.promotedToBack = time.Duration(o.lastFailure.Load()) - promoted.Sub(o.start)
+		rep.clusterDown, rep.healthyFailure = down, o.healthy.Load()
 	}
 	if dead == "" {
 		ran1, rej1 := scriptStats(t, c)
@@ -373,12 +414,24 @@ func TestClusterScaleOutUnderLoad(t *testing.T) {
 // cluster-require-full-coverage yes (the default) every master answers
 // CLUSTERDOWN from when the cluster marks the master failed until the
 // promotion: those answers come from the failure mode, and count against
-// no breaker. Within 1 s of the promotion every answer is Redis's again.
+// no breaker. With it no, the healthy masters go on serving their keys
+// (bound client only: the client makes no difference here). Within 1 s of
+// the promotion every answer is Redis's again.
 func TestClusterMasterKilledUnderLoad(t *testing.T) {
+	type variant struct {
+		name     string
+		build    func([]string) *redis.ClusterClient
+		coverage string
+	}
+	var variants []variant
 	for _, cc := range clusterClients {
-		t.Run("client="+cc.name, func(t *testing.T) {
-			c := redistest.StartCluster(t, 3, 1)
-			clusterOp(t, c, "kill", cc.name, cc.build, func(ctx context.Context) (string, time.Time, error) {
+		variants = append(variants, variant{"client=" + cc.name, cc.build, "yes"})
+	}
+	variants = append(variants, variant{"client=bound/full-coverage=no", clusterClients[0].build, "no"})
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			c := redistest.StartCluster(t, 3, 1, redistest.WithArgs("--cluster-require-full-coverage", v.coverage))
+			rep := clusterOp(t, c, "kill", strings.TrimPrefix(v.name, "client="), v.build, func(ctx context.Context) (string, time.Time, error) {
 				dead := c.Masters[0].Addr()
 				if err := c.Masters[0].Kill(); err != nil {
 					return "", time.Time{}, err
@@ -391,6 +444,9 @@ func TestClusterMasterKilledUnderLoad(t *testing.T) {
 				}
 				return "", time.Time{}, fmt.Errorf("replica %s not promoted within 15s", c.Replicas[0][0].Addr())
 			})
+			if v.coverage == "no" && (rep.clusterDown != 0 || rep.healthyFailure != 0) {
+				t.Errorf("full coverage not required: the healthy masters down %v, %d failure-mode answers for their keys; want none", rep.clusterDown, rep.healthyFailure)
+			}
 		})
 	}
 }

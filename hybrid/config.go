@@ -53,7 +53,8 @@ func (m FailureMode) String() string {
 // Node is one Redis node of the ring. Any go-redis client works: AUTH, TLS,
 // Sentinel (redis.NewFailoverClient), or a Redis Cluster client (then the
 // node is the whole cluster, and keys of one user share one slot by their
-// hash tag).
+// hash tag; the Limiter takes the client's connection settings and routes
+// over connections of its own to each master, closed by Close).
 type Node struct {
 	// Name places the node on the ring. Every instance must use the same
 	// names for the same nodes: routing depends on the names only.

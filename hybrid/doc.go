@@ -24,7 +24,9 @@
 // Breaker.OpenTimeout succeeds. A Redis Cluster node has a breaker per
 // master instead, so one failed master sends only its own keys to the
 // failure mode, and its promoted replica takes them back as soon as the
-// slot map names it. New returns ErrMisconfigured for a node that refuses
+// slot map names it; a reshard, a master added or a manual failover are
+// routing (MOVED, ASK, TRYAGAIN, followed within the budget), not
+// failures, whatever options the cluster client was built with. New returns ErrMisconfigured for a node that refuses
 // the scripts for a password, ACL or TLS reason. How the failing keys are
 // answered is Config.OnFailure: Fallback (in-process buckets of package
 // local, each limit scaled by FallbackShare), FailOpen or FailClosed. Redis

@@ -64,18 +64,19 @@ func NewClient(o *redis.Options) *redis.Client {
 }
 
 // DefaultClusterStateReload is the longest BoundClusterOptions lets a
-// Cluster client keep its slot map: go-redis's default of 60 s left a
-// failed-over cluster's keys with the failure mode for about a minute.
+// Cluster client keep its slot map (go-redis's default is 60 s).
 const DefaultClusterStateReload = time.Second
 
-// BoundClusterOptions is BoundOptions for a Redis Cluster client: the same
-// timeouts, no retries and no redirects, and the slot map reloaded at least
-// every DefaultClusterStateReload. go-redis spends MaxRedirects on network
-// errors and timeouts too, with a backoff: a pipeline with one dead master
-// took 75-145 ms instead of failing at once, and a script whose reply timed
-// out was sent again, and charged twice. A MOVED reply then fails its
-// request, and Store.Refresh has the slot map reloaded. Addrs,
-// credentials, TLS and pool size (per server) are kept as given.
+// BoundClusterOptions is BoundOptions for a Redis Cluster client that runs
+// scripts of your own: the same timeouts, no retries and no redirects
+// (go-redis spends MaxRedirects on network errors and timeouts too, so a
+// script whose reply timed out would be sent again, and charged twice),
+// and the slot map reloaded at least every DefaultClusterStateReload.
+// Addrs, credentials, TLS and pool size (per server) are kept as given.
+//
+// A Store does not need it: it takes only the connection settings of the
+// Cluster client it is given, whatever its other options, routes the
+// commands itself and bounds its own connections (cluster.go).
 func BoundClusterOptions(o *redis.ClusterOptions) *redis.ClusterOptions {
 	c := *o
 	c.ContextTimeoutEnabled = true

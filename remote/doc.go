@@ -8,9 +8,19 @@
 // n units, as many as every limit admits now ([NewLease]). [Store.Decide]
 // sends one request in one script call; [Store.DecideBatch] sends many in
 // one round trip, the way the client needs: one multi-key script call on a
-// single server ([Store.DecideMany]), one pipeline of script calls on a
-// Cluster, which the client splits by master ([Store.DecidePipeline]), each
-// request's outcome its own. [Store.GiveBack] returns what a lease did not use.
+// single server ([Store.DecideMany]), one pipeline of script calls per
+// master on a Cluster ([Store.DecidePipeline]), each request's outcome its
+// own. [Store.GiveBack] returns what a lease did not use.
+//
+// On a Redis Cluster the Store routes its commands itself: of the
+// *redis.ClusterClient it is given it takes the connection settings, then
+// keeps the slot map (CLUSTER SLOTS) and a bounded client of its own per
+// master, which [Store.Close] releases. It follows MOVED, ASK and
+// TRYAGAIN within the request's budget (Redis did not run the script when
+// it sent them), never a network error or a timeout, and reloads the map
+// after failures ([Store.Refresh]). CLUSTERDOWN, and a move that outlasts
+// the budget, fail the request with [ErrCluster]. [Store.Caveats] names
+// the options of the client it cannot work around.
 //
 // The Lua code runs as a function library (FUNCTION LOAD once, then FCALL)
 // where the node has functions (Redis 7 and later), so that Redis builds

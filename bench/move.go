@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hybridlimit/hybridlimit/hybrid"
+	"github.com/hybridlimit/hybridlimit/internal/redistest"
+)
+
+// -fault reshard and -fault scale-out move slots of the embedded cluster
+// (-cluster) under the load, as its operators do, with redis-cli:
+// reshard moves reshardSlots slots from the victim master to the next
+// one; scale-out adds a fourth master (add-node) and rebalances a quarter
+// of the slots onto it (rebalance --cluster-use-empty-masters). Before the
+// run, fillKeys keys of fillBytes each are written over every slot, so
+// that moving a slot moves keys and takes as long as on a cluster that
+// holds data. Beside the load, redis_rate (one cluster client of go-redis's
+// defaults, as in the comparison) is asked by moveProbeCallers goroutines
+// for moveProbeKeys keys of the victim with the Zipf workload's limits;
+// what it answers while the slots move is its side of the comparison.
+const (
+	faultReshard  = "reshard"
+	faultScaleOut = "scale-out"
+
+	reshardSlots     = 2000
+	fillKeys         = 60_000
+	fillBytes        = 64
+	moveProbeCallers = 4
+	moveProbeKeys    = 1000
+	// scaleOutDuration is -fault scale-out's default -duration: the
+	// rebalance takes about 8-10 s on the VM, and starts at a quarter.
+	scaleOutDuration = 20 * time.Second
+)
+
+// clusterFaults are the values of -fault on a cluster (-cluster, embedded).
+var clusterFaults = []string{faultFailover, faultReshard, faultScaleOut}
+
+// movesSlots reports whether fault moves slots (reshard, scale-out).
+func movesSlots(fault string) bool { return fault == faultReshard || fault == faultScaleOut }
+
+// move runs the slot move of fault on the embedded cluster, the victim
+// being master i, and records when it starts and ends; the move itself
+// runs on ctx, the bench's, not the run's: redis-cli stopped midway would
+// leave slots open.
+func (in *injector) move(ctx context.Context) error {
+	rc, i := in.cl.rc, in.victim
+	start := func(label string) {
+		in.moveFrom.Store(int64(time.Since(in.start)))
+		in.record(label, false, false)
+	}
+	switch in.fault {
+	case faultReshard:
+		to := (i + 1) % len(rc.Masters)
+		start(fmt.Sprintf("reshard %d slots %s → %s", reshardSlots, in.name, rc.Masters[to].Addr()))
+		if err := rc.Reshard(ctx, rc.Masters[i], rc.Masters[to], reshardSlots); err != nil {
+			return err
+		}
+	case faultScaleOut:
+		in.record("scale-out add-node", false, true)
+		m, err := rc.AddMaster(ctx)
+		if err != nil {
+			return err
+		}
+		start("scale-out rebalance onto " + m.Addr())
+		if err := rc.Rebalance(ctx); err != nil {
+			return err
+		}
+	}
+	in.moveTo.Store(int64(time.Since(in.start)))
+	in.record("slots moved", true, false)
+	return nil
+}
+
+// checkMove says what a slot move needs that is missing: the embedded
+// cluster of redis-server processes, and redis-cli.
+func checkMove(cl *cluster, fault string) error {
+	if cl.rc == nil {
+		return fmt.Errorf("bench: -fault %s moves slots of the embedded Redis Cluster of redis-server processes, and there is none here", fault)
+	}
+	if _, err := redistest.CLI(); err != nil {
+		return fmt.Errorf("bench: -fault %s runs redis-cli --cluster (apt-get install redis-tools): %w", fault, err)
+	}
+	return nil
+}
+
+// moveProbe is redis_rate's side of a slot move: moveProbeCallers
+// goroutines asking for keys of the victim, each call counted where it
+// started inside the move.
+type moveProbe struct {
+	rr     *redisRateSystem
+	keys   []string
+	limits []hybrid.Limit
+
+	mu      sync.Mutex
+	calls   int64
+	errs    int64
+	lat     hist
+	slowest time.Duration
+	lastErr error
+}
+
+// newMoveProbe builds the probe for a slot move (nil for other faults):
+// moveProbeKeys keys whose redis_rate keys are on the victim.
+func newMoveProbe(e *env, owner func(string) int, victim int, limits []hybrid.Limit) *moveProbe {
+	if !movesSlots(e.s.fault) {
+		return nil
+	}
+	p := &moveProbe{rr: newRedisRate(e.cl, moveProbeCallers), limits: limits}
+	for i := 0; len(p.keys) < moveProbeKeys; i++ {
+		k := keyPrefix() + "move:" + strconv.Itoa(i)
+		if owner("rate:"+limitKey(k, limits[0])) == victim {
+			p.keys = append(p.keys, k)
+		}
+	}
+	return p
+}
+
+// start runs the probe until ctx ends; calls that start between from and
+// to (since start; to 0 while the move goes on) are counted. The channel
+// closes when every caller has stopped.
+func (p *moveProbe) start(ctx context.Context, start time.Time, from, to *atomic.Int64) <-chan struct{} {
+	done := make(chan struct{})
+	if p == nil {
+		close(done)
+		return done
+	}
+	var wg sync.WaitGroup
+	for g := range moveProbeCallers {
+		wg.Go(func() {
+			for i := g; ctx.Err() == nil; i += moveProbeCallers {
+				t0 := time.Now()
+				at := t0.Sub(start)
+				_, _, err := p.rr.allow(ctx, 0, 0, p.keys[i%len(p.keys)], p.limits)
+				d := time.Since(t0)
+				f, t := time.Duration(from.Load()), time.Duration(to.Load())
+				if f == 0 || at < f || (t != 0 && at > t) || ctx.Err() != nil {
+					continue
+				}
+				p.mu.Lock()
+				p.calls++
+				p.lat.add(d)
+				p.slowest = max(p.slowest, d)
+				if err != nil {
+					p.errs++
+					p.lastErr = err
+				}
+				p.mu.Unlock()
+			}
+		})
+	}
+	go func() { wg.Wait(); close(done) }()
+	return done
+}
+
+func (p *moveProbe) close() error {
+	if p == nil {
+		return nil
+	}
+	return p.rr.close()
+}
+
+// moveFigures fills the summary's figures of a slot move: how long it
+// took, and redis_rate's calls, errors, p99 and slowest call during it.
+func moveFigures(sum *faultSummary, p *moveProbe, from, to time.Duration) {
+	if p == nil || from == 0 {
+		return
+	}
+	if to > 0 {
+		v := (to - from).Seconds()
+		sum.MoveSeconds = &v
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sum.RedisRateCalls, sum.RedisRateErrors = p.calls, p.errs
+	sum.RedisRateP99us = p.lat.quantile(0.99)
+	sum.RedisRateSlowestMs = float64(p.slowest) / float64(time.Millisecond)
+	if p.lastErr != nil {
+		sum.RedisRateLastError = p.lastErr.Error()
+	}
+}
+
+// printMove writes a slot move's figures after the timeline.
+func printMove(w io.Writer, sum faultSummary) {
+	if sum.MoveSeconds == nil {
+		fmt.Fprintln(w, "the slots were still moving when the run ended")
+	} else {
+		fmt.Fprintf(w, "slots moved in %.2fs; hybridlimit's victim keys answered by the failure mode meanwhile: %s, errors to callers %d\n",
+			*sum.MoveSeconds, pct(sum.FaultVictimPct), sum.Errors)
+	}
+	fmt.Fprintf(w, "redis_rate (%d callers, %d keys of the master) while the slots moved: %d calls, %d errors (%s), p99 %s, slowest %.0fms",
+		moveProbeCallers, moveProbeKeys, sum.RedisRateCalls, sum.RedisRateErrors, share(sum.RedisRateErrors, sum.RedisRateCalls),
+		latencyOr(sum.RedisRateP99us, "-"), sum.RedisRateSlowestMs)
+	if sum.RedisRateLastError != "" {
+		fmt.Fprintf(w, "; last error: %s", sum.RedisRateLastError)
+	}
+	fmt.Fprintln(w)
+}
