@@ -2,6 +2,7 @@ package hybrid
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -278,5 +279,41 @@ func TestClusterFailover(t *testing.T) {
 	}
 	if d := back.Sub(promoted); d > time.Second {
 		t.Errorf("keys back with Redis %v after the promotion, want <= 1s", d)
+	}
+}
+
+// TestClusterCaveatsLogged: an option of the cluster client that routing
+// cannot work around (a ClusterSlots function: the slot map comes from it,
+// not from the cluster) is named at New in a WARN, with the fix; a client
+// of go-redis's defaults draws none.
+func TestClusterCaveatsLogged(t *testing.T) {
+	c := redistest.StartCluster(t, 1, 0)
+	for _, tc := range []struct {
+		name string
+		o    *redis.ClusterOptions
+		warn bool
+	}{
+		{"defaults", &redis.ClusterOptions{Addrs: c.Addrs()}, false},
+		{"ClusterSlots", &redis.ClusterOptions{Addrs: c.Addrs(), ClusterSlots: func(context.Context) ([]redis.ClusterSlot, error) {
+			return []redis.ClusterSlot{{Start: 0, End: 16383, Nodes: []redis.ClusterNode{{Addr: c.Masters[0].Addr()}}}}, nil
+		}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rdb := redis.NewClusterClient(tc.o)
+			defer rdb.Close()
+			var log strings.Builder
+			lim, err := New(Config{Nodes: []Node{{Name: "cluster", Client: rdb}}, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lim.Close()
+			if r, err := lim.Allow(context.Background(), "k", PerMinute(10)); err != nil || r.Source != SourceRemote {
+				t.Errorf("Allow = %+v, %v; want an answer from Redis", r, err)
+			}
+			got := strings.Contains(log.String(), "level=WARN") && strings.Contains(log.String(), "option=ClusterOptions.ClusterSlots") && strings.Contains(log.String(), "fix=")
+			if got != tc.warn {
+				t.Errorf("WARN naming ClusterOptions.ClusterSlots and the fix: %v, want %v; log:\n%s", got, tc.warn, log.String())
+			}
+		})
 	}
 }

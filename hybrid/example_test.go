@@ -265,15 +265,19 @@ func ExampleFailureMode() {
 	//   false fail-closed true
 }
 
-// Nodes built by the caller: a Redis Cluster as one node of the ring (the
-// Limiter keeps a breaker per master and reloads the slot map after
-// failures), a Sentinel group, and a plain server with AUTH, each client
-// built with remote's bounded options (no retries, short timeouts). Every
-// instance must give the same names to the same nodes.
+// Nodes built by the caller: a Redis Cluster as one node of the ring, a
+// Sentinel group, and a plain server with AUTH. The Sentinel and plain
+// clients are built with remote's bounded options (no retries, short
+// timeouts). Of a Cluster client the Limiter takes only the connection
+// settings: it reads the slot map, routes over bounded connections of its
+// own to each master (closed by lim.Close), follows MOVED, ASK and
+// TRYAGAIN, and keeps a breaker per master, so the client the service
+// already has will do. Every instance must give the same names to the
+// same nodes.
 func ExampleNode() {
-	cluster := redis.NewClusterClient(remote.BoundClusterOptions(&redis.ClusterOptions{
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs: []string{"10.0.1.1:7000", "10.0.1.2:7000", "10.0.1.3:7000"},
-	}))
+	})
 	sentinel := redis.NewFailoverClient(remote.BoundFailoverOptions(&redis.FailoverOptions{
 		MasterName:    "limits",
 		SentinelAddrs: []string{"10.0.2.1:26379", "10.0.2.2:26379", "10.0.2.3:26379"},

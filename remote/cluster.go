@@ -434,108 +434,24 @@ type routed struct {
 	last  routing            // the last routing answer, if it ended there
 }
 
-// send sends rs, one pipeline per member (side by side when there are
-// several), and follows their routing answers until each has a final
-// reply, its hops are spent or ctx ends.
+// send sends rs and follows their routing answers until each has a final
+// reply, its redirections are spent or ctx ends.
 func (s *Store) send(ctx context.Context, rs []*routed) {
-	c := s.cl
-	_ = c.ready(ctx) // without a map, each command fails with no master
+	_ = s.cl.ready(ctx) // without a map, each command fails with no master
 	giveUp, ok := ctx.Deadline()
 	if !ok {
 		giveUp = time.Now().Add(maxTryAgain)
 	}
 	for len(rs) > 0 {
-		groups := map[*member][]*routed{}
-		var order []*member
-		for _, r := range rs {
-			r.cmd = r.build()
-			m := r.to
-			if m == nil {
-				if r.slot >= 0 {
-					m = c.owner(r.slot)
-				} else if ms := c.masters(); len(ms) > 0 {
-					m = ms[rand.IntN(len(ms))]
-				}
-			}
-			r.at, r.to = m, nil
-			if m == nil {
-				r.cmd.SetErr(fmt.Errorf("remote: no master known for slot %d", r.slot))
-				c.refresh()
-				continue
-			}
-			if groups[m] == nil {
-				order = append(order, m)
-			}
-			groups[m] = append(groups[m], r)
-		}
-		if len(order) == 1 {
-			sendTo(ctx, order[0], groups[order[0]])
-		} else {
-			var wg sync.WaitGroup
-			for _, m := range order {
-				wg.Add(1)
-				go func() { defer wg.Done(); sendTo(ctx, m, groups[m]) }()
-			}
-			wg.Wait()
-		}
+		s.sendOnce(ctx, rs)
 		var again []*routed
 		pause := false
-		loaded := map[*member]bool{}
+		loaded := map[*member]bool{} // the code loaded there, this round
 		for _, r := range rs {
-			if r.at == nil {
-				continue
+			if s.follow(ctx, r, giveUp, loaded) {
+				again = append(again, r)
+				pause = pause || r.last == routeTryAgain
 			}
-			err := r.cmd.Err()
-			route, addr := routeOf(err)
-			r.last = route
-			switch {
-			case err == nil:
-				continue
-			case route == routeClusterDown:
-				c.refresh()
-				continue
-			case route == routeNone && !missing(r.cmd):
-				continue
-			}
-			if route == routeTryAgain {
-				if !time.Now().Add(tryAgainPause).Before(giveUp) {
-					continue
-				}
-			} else if r.hops++; r.hops > maxRedirects {
-				continue
-			}
-			if ctx.Err() != nil {
-				continue
-			}
-			switch route {
-			case routeMoved, routeAsk:
-				m := c.member(memberAddr(addr, r.at.addr))
-				if m == nil {
-					continue
-				}
-				if route == routeMoved {
-					if r.slot >= 0 {
-						c.moved(r.slot, m)
-					}
-					c.refresh()
-				}
-				r.to, r.ask = m, route == routeAsk
-			case routeTryAgain:
-				// Back to the slot's owner, which sends it on again if
-				// it must: the migration may have ended meanwhile.
-				r.ask, pause = false, true
-			default: // the member lacks the Lua code: load it, send again
-				ok, done := loaded[r.at]
-				if !done {
-					ok = s.loadOn(ctx, r.at, r.sc)
-					loaded[r.at] = ok
-				}
-				if !ok {
-					continue
-				}
-				r.to = r.at
-			}
-			again = append(again, r)
 		}
 		if pause {
 			t := time.NewTimer(tryAgainPause)
@@ -548,6 +464,112 @@ func (s *Store) send(ctx context.Context, rs []*routed) {
 		}
 		rs = again
 	}
+}
+
+// sendOnce sends each of rs where it goes next (its slot's owner unless
+// told otherwise), one pipeline per member, side by side when there are
+// several.
+func (s *Store) sendOnce(ctx context.Context, rs []*routed) {
+	c := s.cl
+	groups := map[*member][]*routed{}
+	var order []*member
+	for _, r := range rs {
+		r.cmd = r.build()
+		m := r.to
+		switch {
+		case m != nil:
+		case r.slot >= 0:
+			m = c.owner(r.slot)
+		default:
+			if ms := c.masters(); len(ms) > 0 {
+				m = ms[rand.IntN(len(ms))]
+			}
+		}
+		r.at, r.to = m, nil
+		if m == nil {
+			r.cmd.SetErr(fmt.Errorf("remote: no master known for slot %d", r.slot))
+			c.refresh()
+			continue
+		}
+		if groups[m] == nil {
+			order = append(order, m)
+		}
+		groups[m] = append(groups[m], r)
+	}
+	if len(order) == 1 {
+		sendTo(ctx, order[0], groups[order[0]])
+		return
+	}
+	var wg sync.WaitGroup
+	for _, m := range order {
+		wg.Go(func() { sendTo(ctx, m, groups[m]) })
+	}
+	wg.Wait()
+}
+
+// follow reads r's reply and reports whether r is to be sent again: after
+// MOVED (to the new owner, whose slot the map now names), ASK (to the
+// importing master, after ASKING), TRYAGAIN (to the slot's owner, while
+// the budget lasts past giveUp), or a member without the Lua code (loaded
+// there, once per round in loaded). Anything else is final, and so is
+// CLUSTERDOWN, which has the map reloaded.
+func (s *Store) follow(ctx context.Context, r *routed, giveUp time.Time, loaded map[*member]bool) bool {
+	c := s.cl
+	if r.at == nil {
+		return false // no master was known
+	}
+	err := r.cmd.Err()
+	route, addr := routeOf(err)
+	r.last = route
+	switch {
+	case err == nil:
+		return false
+	case route == routeClusterDown:
+		c.refresh()
+		return false
+	case route == routeNone && !missing(r.cmd):
+		return false // not routing: the reply stands, resending could charge twice
+	case route == routeTryAgain:
+		if !time.Now().Add(tryAgainPause).Before(giveUp) {
+			return false
+		}
+	default:
+		if r.hops++; r.hops > maxRedirects {
+			return false
+		}
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	switch route {
+	case routeMoved, routeAsk:
+		m := c.member(memberAddr(addr, r.at.addr))
+		if m == nil {
+			return false
+		}
+		if route == routeMoved {
+			if r.slot >= 0 {
+				c.moved(r.slot, m)
+			}
+			c.refresh()
+		}
+		r.to, r.ask = m, route == routeAsk
+	case routeTryAgain:
+		// Back to the slot's owner, which sends it on again if it must:
+		// the migration may have ended meanwhile.
+		r.ask = false
+	default: // the member lacks the Lua code: load it, send again
+		ok, done := loaded[r.at]
+		if !done {
+			ok = s.loadOn(ctx, r.at, r.sc)
+			loaded[r.at] = ok
+		}
+		if !ok {
+			return false
+		}
+		r.to = r.at
+	}
+	return true
 }
 
 // sendTo sends rs to m in one round trip: one command alone, several in a
