@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
+	"github.com/hybridlimit/hybridlimit/remote"
 )
 
 // -fault failover kills a master of the embedded cluster (-cluster) and
@@ -32,7 +33,7 @@ const (
 // clusterOwners reads which master serves each slot of the embedded
 // cluster (CLUSTER SLOTS) and returns the masters' addresses, in the order
 // of cl.opts, and the index of the master that serves a key. It checks
-// keySlot against CLUSTER KEYSLOT on the keys of check.
+// remote.KeySlot against CLUSTER KEYSLOT on the keys of check.
 func clusterOwners(ctx context.Context, cl *cluster, check []string) ([]string, func(string) int, error) {
 	c := newClient(cl.opts[0], 1)
 	defer c.Close()
@@ -48,7 +49,7 @@ func clusterOwners(ctx context.Context, cl *cluster, check []string) ([]string, 
 		names = append(names, o.Addr)
 		index[o.Addr] = i
 	}
-	bySlot := make([]int, numSlots)
+	bySlot := make([]int, remote.NumSlots)
 	for i := range bySlot {
 		bySlot[i] = -1
 	}
@@ -60,7 +61,7 @@ func clusterOwners(ctx context.Context, cl *cluster, check []string) ([]string, 
 		if !ok {
 			return nil, nil, fmt.Errorf("bench: CLUSTER SLOTS: slots %d-%d served by %s, not one of the masters %s", r.Start, r.End, r.Nodes[0].Addr, strings.Join(names, ", "))
 		}
-		for sl := max(r.Start, 0); sl <= min(r.End, numSlots-1); sl++ {
+		for sl := max(r.Start, 0); sl <= min(r.End, remote.NumSlots-1); sl++ {
 			bySlot[sl] = m
 		}
 	}
@@ -72,11 +73,11 @@ func clusterOwners(ctx context.Context, cl *cluster, check []string) ([]string, 
 		if err != nil {
 			return nil, nil, fmt.Errorf("bench: CLUSTER KEYSLOT: %w", err)
 		}
-		if got := keySlot(k); int64(got) != want {
+		if got := remote.KeySlot(k); int64(got) != want {
 			return nil, nil, fmt.Errorf("bench: slot of %s: bench computes %d, Redis says %d", k, got, want)
 		}
 	}
-	return names, func(key string) int { return bySlot[keySlot(key)] }, nil
+	return names, func(key string) int { return bySlot[remote.KeySlot(key)] }, nil
 }
 
 // recovery is what one goroutine of a failover run saw of the victim's

@@ -373,18 +373,9 @@ func clusterOp(t *testing.T, c *redistest.Cluster, name, client string, build fu
 // TestClusterReshardUnderLoad: redis-cli --cluster reshard moves 2,000
 // slots, keys and all, from one master to another while 16 callers ask.
 func TestClusterReshardUnderLoad(t *testing.T) {
-	redistest.RequireCLI(t)
-	for _, cc := range clusterClients {
-		t.Run("client="+cc.name, func(t *testing.T) {
-			c := redistest.StartCluster(t, 3, 0)
-			if err := c.Fill(context.Background(), opFillKeys, opFillBytes); err != nil {
-				t.Fatal(err)
-			}
-			clusterOp(t, c, "reshard", cc.name, cc.build, func(ctx context.Context) (string, time.Time, error) {
-				return "", time.Time{}, c.Reshard(ctx, c.Masters[0], c.Masters[1], 2000)
-			})
-		})
-	}
+	moveUnderLoad(t, "reshard", func(ctx context.Context, c *redistest.Cluster) error {
+		return c.Reshard(ctx, c.Masters[0], c.Masters[1], 2000)
+	})
 }
 
 // TestClusterScaleOutUnderLoad: a fourth master joins (redis-cli --cluster
@@ -392,6 +383,18 @@ func TestClusterReshardUnderLoad(t *testing.T) {
 // --cluster-use-empty-masters) while 16 callers ask. It starts with no
 // function library: the first call it gets loads it.
 func TestClusterScaleOutUnderLoad(t *testing.T) {
+	moveUnderLoad(t, "scale-out", func(ctx context.Context, c *redistest.Cluster) error {
+		if _, err := c.AddMaster(ctx); err != nil {
+			return err
+		}
+		return c.Rebalance(ctx)
+	})
+}
+
+// moveUnderLoad runs move, which moves slots of a 3-master cluster holding
+// opFillKeys filler keys, under clusterOp's load, once per client
+// construction.
+func moveUnderLoad(t *testing.T, name string, move func(context.Context, *redistest.Cluster) error) {
 	redistest.RequireCLI(t)
 	for _, cc := range clusterClients {
 		t.Run("client="+cc.name, func(t *testing.T) {
@@ -399,11 +402,8 @@ func TestClusterScaleOutUnderLoad(t *testing.T) {
 			if err := c.Fill(context.Background(), opFillKeys, opFillBytes); err != nil {
 				t.Fatal(err)
 			}
-			clusterOp(t, c, "scale-out", cc.name, cc.build, func(ctx context.Context) (string, time.Time, error) {
-				if _, err := c.AddMaster(ctx); err != nil {
-					return "", time.Time{}, err
-				}
-				return "", time.Time{}, c.Rebalance(ctx)
+			clusterOp(t, c, name, cc.name, cc.build, func(ctx context.Context) (string, time.Time, error) {
+				return "", time.Time{}, move(ctx, c)
 			})
 		})
 	}

@@ -51,8 +51,8 @@ import (
 // its ClusterStateReloadInterval (60 s by default) says so; routing here
 // does not depend on any of that.
 
-// numSlots is the number of hash slots of a Redis Cluster.
-const numSlots = 16384
+// NumSlots is the number of hash slots of a Redis Cluster.
+const NumSlots = 16384
 
 // maxRedirects is how many redirections (MOVED, ASK) and reloads of the
 // Lua code one command may meet before it fails. A migration costs a
@@ -88,7 +88,7 @@ type member struct {
 // slotTable names the master of every slot: the members, and for each
 // slot an index into them, plus one (0: no master known).
 type slotTable struct {
-	owner   [numSlots]uint16
+	owner   [NumSlots]uint16
 	masters []*member
 }
 
@@ -283,7 +283,7 @@ var errClosed = errors.New("remote: store closed")
 func (c *cluster) publish(slots []redis.ClusterSlot, origin string) error {
 	t := &slotTable{}
 	for _, r := range slots {
-		if len(r.Nodes) == 0 || r.Start < 0 || r.End >= numSlots || r.Start > r.End {
+		if len(r.Nodes) == 0 || r.Start < 0 || r.End >= NumSlots || r.Start > r.End {
 			continue
 		}
 		m := c.member(memberAddr(r.Nodes[0].Addr, origin))
@@ -622,16 +622,17 @@ func (s *Store) loadOn(ctx context.Context, m *member, sc *script) bool {
 	return m.client.ScriptLoad(ctx, sc.src).Err() == nil
 }
 
-// keySlot is the hash slot of a Redis key: CRC16 of its hash tag (the
-// bytes between the first '{' and the first '}' after it, if not empty),
-// else of the whole key.
-func keySlot(key string) int {
+// KeySlot is the Redis Cluster hash slot of a Redis key, as CLUSTER
+// KEYSLOT computes it: the CRC16 of its hash tag (the bytes between the
+// first '{' and the first '}' after it, if not empty), else of the whole
+// key, modulo NumSlots.
+func KeySlot(key string) int {
 	if i := strings.IndexByte(key, '{'); i >= 0 {
 		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
 			key = key[i+1 : i+1+j]
 		}
 	}
-	return int(crc16(key) % numSlots)
+	return int(crc16(key) % NumSlots)
 }
 
 // crc16 is CRC-16/XMODEM (polynomial 0x1021), as Redis Cluster hashes keys.

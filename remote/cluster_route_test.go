@@ -51,6 +51,33 @@ func countScripts(t *testing.T, s *redistest.Server) scriptCounts {
 	return c
 }
 
+// defaultClusterStore is a Store on c, given a cluster client of go-redis's
+// defaults, with its code and slot map loaded; both close at the test's end.
+func defaultClusterStore(t *testing.T, c *redistest.Cluster) *Store {
+	t.Helper()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	t.Cleanup(func() { rdb.Close() })
+	s, err := New(rdb, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Load(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// keyOfMaster is a user key whose slot master i of c serves.
+func keyOfMaster(t *testing.T, c *redistest.Cluster, i int) string {
+	t.Helper()
+	for n := 0; ; n++ {
+		if k := "k" + strconv.Itoa(n); c.MasterOf(t, "{"+k+"}") == i {
+			return k
+		}
+	}
+}
+
 // TestClusterFollowsAMigration: on a real 2-master cluster, a slot is
 // migrated by hand, step by step, as redis-cli does it, with a client of
 // go-redis's defaults given to the Store. A request whose two keys the
@@ -63,28 +90,14 @@ func countScripts(t *testing.T, s *redistest.Server) scriptCounts {
 // once.
 func TestClusterFollowsAMigration(t *testing.T) {
 	c := redistest.StartCluster(t, 2, 0)
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
-	defer rdb.Close()
-	s, err := New(rdb, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := defaultClusterStore(t, c)
 	ctx := context.Background()
-	if err := s.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
 	limits := []limit.Limit{limit.PerMinute(100), limit.PerHour(1000)}
-	key := ""
-	for i := 0; key == ""; i++ {
-		if k := "m" + strconv.Itoa(i); c.MasterOf(t, "{"+k+"}") == 0 {
-			key = k
-		}
-	}
+	key := keyOfMaster(t, c, 0)
 	src, dst := c.Masters[0], c.Masters[1]
-	slot := keySlot(s.Key(key, limits[0]))
+	slot := KeySlot(s.Key(key, limits[0]))
 	if want, err := src.Client(t).ClusterKeySlot(ctx, s.Key(key, limits[1])).Result(); err != nil || int64(slot) != want {
-		t.Fatalf("keySlot = %d, CLUSTER KEYSLOT = %d, %v", slot, want, err)
+		t.Fatalf("KeySlot = %d, CLUSTER KEYSLOT = %d, %v", slot, want, err)
 	}
 	decide := func(ctx context.Context, want int64) {
 		t.Helper()
@@ -161,23 +174,9 @@ func TestClusterFollowsAMigration(t *testing.T) {
 // master resumes it has run the script once.
 func TestClusterTimeoutIsNotResent(t *testing.T) {
 	c := redistest.StartCluster(t, 3, 0, redistest.WithArgs("--cluster-require-full-coverage", "no"))
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
-	defer rdb.Close()
-	s, err := New(rdb, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := defaultClusterStore(t, c)
 	ctx := context.Background()
-	if err := s.Load(ctx); err != nil {
-		t.Fatal(err)
-	}
-	key := ""
-	for i := 0; key == ""; i++ {
-		if k := "t" + strconv.Itoa(i); c.MasterOf(t, "{"+k+"}") == 0 {
-			key = k
-		}
-	}
+	key := keyOfMaster(t, c, 0)
 	m := c.Masters[0]
 	before := countScripts(t, m)
 	if err := m.Pause(); err != nil {
@@ -185,7 +184,7 @@ func TestClusterTimeoutIsNotResent(t *testing.T) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
 	t0 := time.Now()
-	_, err = s.Decide(cctx, req(key, 1, []limit.Limit{limit.PerMinute(100)}))
+	_, err := s.Decide(cctx, req(key, 1, []limit.Limit{limit.PerMinute(100)}))
 	took := time.Since(t0)
 	cancel()
 	if err := m.Resume(); err != nil {
@@ -251,24 +250,38 @@ func TestMemberAddr(t *testing.T) {
 	}
 }
 
-// TestKeySlot: CRC16/XMODEM's check value, and Redis's hash tag rule,
-// against CLUSTER KEYSLOT on a real cluster member.
+// TestKeySlot: slots CLUSTER KEYSLOT gave on redis-server 7.0 (hash tags,
+// empty ones, and CRC16/XMODEM's check value), then more keys against a
+// real cluster member.
 func TestKeySlot(t *testing.T) {
-	if got := crc16("123456789"); got != 0x31C3 {
-		t.Errorf("crc16(123456789) = %#x, want 0x31c3", got)
+	for _, tc := range []struct {
+		key  string
+		want int
+	}{
+		{"", 0},
+		{"foo", 12182},
+		{"bar", 5061},
+		{"123456789", 12739}, // CRC16/XMODEM's check value 0x31C3, mod 16384
+		{"{user1000}.following", 3443},
+		{"{user1000}.followers", 3443},
+		{"user1000", 3443},
+		{"foo{}{bar}", 8363}, // an empty tag: the whole key is hashed
+		{"foo{{bar}}zap", 4015},
+		{"foo{bar}{zap}", 5061},
+	} {
+		if got := KeySlot(tc.key); got != tc.want {
+			t.Errorf("KeySlot(%q) = %d, want %d", tc.key, got, tc.want)
+		}
 	}
 	c := redistest.StartCluster(t, 1, 0)
 	rdb := c.Masters[0].Client(t)
-	for _, k := range []string{"", "a", "user:42", "{user}:x", "x{user}y", "{}", "{}user", "{{probe}:x", "a{b{c}d}", "}{x}", "rl:{%7Bk%7D}:tb:60"} {
+	for _, k := range []string{"a", "user:42", "{user}:x", "x{user}y", "{}", "{}user", "{{probe}:x", "a{b{c}d}", "}{x}", "rl:{%7Bk%7D}:tb:60"} {
 		want, err := rdb.ClusterKeySlot(context.Background(), k).Result()
 		if err != nil {
-			if k == "" {
-				continue
-			}
 			t.Fatal(err)
 		}
-		if got := keySlot(k); int64(got) != want {
-			t.Errorf("keySlot(%q) = %d, CLUSTER KEYSLOT = %d", k, got, want)
+		if got := KeySlot(k); int64(got) != want {
+			t.Errorf("KeySlot(%q) = %d, CLUSTER KEYSLOT = %d", k, got, want)
 		}
 	}
 }

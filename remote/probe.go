@@ -105,7 +105,7 @@ func (s *Store) Probe(ctx context.Context) (err error) {
 			del = append(del, k)
 		}
 		cmd := redis.NewIntCmd(ctx, del...)
-		if derr := s.process(ctx, keySlot(keys[0]), cmd); derr != nil && err == nil {
+		if derr := s.process(ctx, KeySlot(keys[0]), cmd); derr != nil && err == nil {
 			err = wrap("DEL of the probe's keys", derr)
 		}
 	}()

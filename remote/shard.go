@@ -25,7 +25,7 @@ func (s *Store) Shard(key string) (string, error) {
 	}
 	// tagOf holds no brace, so it hashes as the tag of every Redis key of
 	// key does.
-	slot := int(crc16(tagOf(key)) % numSlots)
+	slot := int(crc16(tagOf(key)) % NumSlots)
 	m := s.cl.owner(slot)
 	if m == nil {
 		s.cl.refresh()
@@ -69,7 +69,7 @@ func (s *Store) process(ctx context.Context, slot int, cmd redis.Cmder) error {
 // routedCall is call c on its way through a Cluster, its command made by
 // mk.
 func (s *Store) routedCall(c *call, mk func([]any) redis.Cmder) *routed {
-	return &routed{slot: keySlot(c.keys[0]), sc: c.sc, build: func() redis.Cmder { return s.command(c, mk) }}
+	return &routed{slot: KeySlot(c.keys[0]), sc: c.sc, build: func() redis.Cmder { return s.command(c, mk) }}
 }
 
 // eachMaster runs fn on every master of a Cluster, side by side, once the

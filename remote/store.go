@@ -661,5 +661,5 @@ func (s *Store) Reset(ctx context.Context, req Request) error {
 	for _, l := range req.limits {
 		del = append(del, s.tagged(tag, l))
 	}
-	return s.process(ctx, keySlot(del[1].(string)), redis.NewIntCmd(ctx, del...))
+	return s.process(ctx, KeySlot(del[1].(string)), redis.NewIntCmd(ctx, del...))
 }
