@@ -158,11 +158,15 @@
 //   - admitted/ideal: decisions admitted, as a percentage of the most an
 //     exact limiter could have admitted: the sum over keys of
 //     min(requests for the key, its capacity over the run), where the
-//     capacity over a run of T seconds starting with no use is, for a
+//     capacity over the T seconds from the key's first admission (when
+//     its answer came) to the run's end, starting with no use, is, for a
 //     limit of rate R per period P with capacity C: C + R·T/P for
-//     token-bucket and leaky-bucket (and redis_rate), R + R·T/P for
-//     sliding-window-counter, R × the windows of Unix time the run touches
-//     for fixed-window, R × (⌊T/P⌋ + 1) for sliding-window-log; with
+//     token-bucket and leaky-bucket (and redis_rate), what package limit
+//     admits to a key asked for all it has at every step for
+//     sliding-window-counter (about R + R·T/P), R × the windows of Unix
+//     time the interval touches for fixed-window, R × (⌊T/P⌋ + 1) for
+//     sliding-window-log (its units come back a period after they were
+//     taken: a 3 s run at 10,000/s admits 30,000, not 40,000); with
 //     several limits, the least of their capacities. Above 100% a limit
 //     was overrun; below, requests were refused that an exact limiter
 //     could have admitted.

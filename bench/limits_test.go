@@ -112,7 +112,7 @@ func TestLimitsCapacity(t *testing.T) {
 	}
 	perKey := []uint32{1000, 5}
 	limits := []hybrid.Limit{hybrid.PerSecond(5), hybrid.PerMinute(8)}
-	if got := ideal(limits, perKey, start, time.Second); !near(got, 8+8.0/60+5) {
+	if got := ideal(limits, &keyCounts{n: perKey}, start, time.Second); !near(got, 8+8.0/60+5) {
 		t.Errorf("ideal(%v, %v, 1s) = %v, want 8.13 + 5", limits, perKey, got)
 	}
 }

@@ -87,12 +87,49 @@ type tally struct {
 // random key that is one cache miss, where a map per goroutine flushed
 // into it now and then cost every decision about 0.5µs of the client CPU
 // the run measures.
+//
+// first holds, per key, when its first admission was answered (ns since
+// the run's start, plus one; 0: none): a SlidingWindowLog that admits its
+// rate at a key's first admission gives each unit back a period after
+// Redis decided it, not after the run's start (ideal). Redis decided it
+// up to a round trip before the answer came: a run that ends within that
+// round trip after a period's end may admit one rate more than ideal says.
 type keyCounts struct {
-	n []uint32
+	n     []uint32
+	first []atomic.Int64
+}
+
+func newKeyCounts(keys int) *keyCounts {
+	return &keyCounts{n: make([]uint32, keys), first: make([]atomic.Int64, keys)}
 }
 
 // count counts a request for the key of index k.
 func (c *keyCounts) count(k int) { atomic.AddUint32(&c.n[k], 1) }
+
+// unseen reports whether no admission of the key of index k has been
+// noted (seen).
+func (c *keyCounts) unseen(k int) bool { return c.first[k].Load() == 0 }
+
+// seen notes an admission of the key of index k answered at since the
+// run's start, if it is the earliest noted.
+func (c *keyCounts) seen(k int, at time.Duration) {
+	v := int64(at) + 1
+	for {
+		old := c.first[k].Load()
+		if old != 0 && old <= v || c.first[k].CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// from is when the first admission of the key of index k was answered,
+// since the run's start (0 when none was noted).
+func (c *keyCounts) from(k int) time.Duration {
+	if c.first == nil {
+		return 0
+	}
+	return time.Duration(max(c.first[k].Load()-1, 0))
+}
 
 // measure runs w against one system (sysHybrid with Lease.MaxFraction
 // fraction, or sysRedisRate) for -duration with -concurrency goroutines,
@@ -115,7 +152,7 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	calls0 := sys.calls()
 	perG := max(1, maxDecisions/s.concurrency)
 	tallies := make([]tally, s.concurrency)
-	counts := &keyCounts{n: make([]uint32, w.keys.len())}
+	counts := newKeyCounts(w.keys.len())
 	oneKey := w.keys.len() == 1 // count without a map on the hot path
 	redis0, redisOK := e.redisCPU(ctx)
 	runCtx, cancel := context.WithTimeout(ctx, s.duration)
@@ -152,6 +189,9 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 					t.oneKey++
 				} else {
 					counts.count(k)
+				}
+				if ok && counts.unseen(k) {
+					counts.seen(k, time.Since(start))
 				}
 				if err != nil {
 					if t.errors == 0 {
@@ -248,7 +288,7 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 			enforced[i].Algorithm = hybrid.TokenBucket // GCRA admits what a token bucket does
 		}
 	}
-	res.Ideal = ideal(enforced, counts.n, start, elapsed)
+	res.Ideal = ideal(enforced, counts, start, elapsed)
 	if res.Ideal > 0 {
 		res.AdmittedPctOfIdeal = 100 * float64(res.Admitted) / res.Ideal
 	}
@@ -264,14 +304,30 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 
 // ideal is what one exact limiter would at most have admitted in
 // [start, start+elapsed]: the sum over keys of min(requests for the key,
-// limitsCapacity), every key starting with no use.
-func ideal(limits []hybrid.Limit, perKey []uint32, start time.Time, elapsed time.Duration) float64 {
-	c := limitsCapacity(limits, start, elapsed)
+// limitsCapacity from the key's first admission to the end), every key
+// starting with no use. A key asked for no more than the least capacity of
+// limits (what each admits at once) is admitted all it asked for.
+func ideal(limits []hybrid.Limit, counts *keyCounts, start time.Time, elapsed time.Duration) float64 {
+	least := float64(minCapacity(limits))
 	var sum float64
-	for _, n := range perKey {
-		sum += math.Min(float64(n), c)
+	for k, n := range counts.n {
+		if float64(n) <= least {
+			sum += float64(n)
+			continue
+		}
+		from := min(counts.from(k), elapsed)
+		sum += math.Min(float64(n), limitsCapacity(limits, start.Add(from), elapsed-from))
 	}
 	return sum
+}
+
+// minCapacity is the least capacity of limits.
+func minCapacity(limits []hybrid.Limit) int64 {
+	c := limits[0].Capacity()
+	for _, l := range limits[1:] {
+		c = min(c, l.Capacity())
+	}
+	return c
 }
 
 // limitsCapacity is the most an exact limiter admits for one key in
@@ -287,11 +343,14 @@ func limitsCapacity(limits []hybrid.Limit, start time.Time, elapsed time.Duratio
 }
 
 // keyCapacity is the most an exact limiter admits for one key in
-// [start, start+elapsed]:
+// [start, start+elapsed], start being its first admission:
 //   - TokenBucket, LeakyBucket: capacity + rate × elapsed;
 //   - FixedWindow: rate × the windows [k·Period, (k+1)·Period) of Unix
 //     time the interval touches;
-//   - SlidingWindowLog: rate × (⌊elapsed/Period⌋ + 1);
+//   - SlidingWindowLog: rate × (⌊elapsed/Period⌋ + 1): rate at the first
+//     admission, and each unit again a period after it was taken (what
+//     package limit admits to a key asked for all it has at every step:
+//     TestSlidingWindowLogCapacity);
 //   - SlidingWindowCounter: what package limit admits to a key asked for
 //     all it has at every step of the run (at most 200,000 steps): the
 //     estimate weighs the window before, so the figure depends on where

@@ -110,12 +110,13 @@ type LeaseConfig struct {
 	// lease of a unit or two saves nothing, and only HotRate applies.
 	// Default DefaultWarmRate; above HotRate it is HotRate.
 	WarmRate float64
-	// MaxFraction caps a batch at this fraction of the smallest capacity
-	// of the request's limits (at least 1 unit). Default
-	// DefaultMaxFraction, 0.01: with 4
-	// instances the over-admission bound is 4% of the limit. A lease of
-	// FixedWindow limits only is sized by its demand up to the window's
-	// rate: it ends with its window, so it exceeds nothing.
+	// MaxFraction caps what one instance's lease holds at this fraction
+	// of the smallest capacity of the request's limits, rounded down, for
+	// every algorithm; a key whose lease could hold fewer than 2 units is
+	// not leased. It bounds both what the limit may be exceeded by and
+	// what leases withhold from the other instances: with 4 instances, 4%
+	// of the limit each way at DefaultMaxFraction, 0.01, and limits of a
+	// capacity under 200 are decided by Redis request by request.
 	MaxFraction float64
 	// RenewEvery sizes a batch to about this much of the key's recent
 	// demand on this instance. Default DefaultRenewEvery.

@@ -406,41 +406,41 @@ func (ls *leases) size(nd *node, rate float64, n int64, limits []Limit) int64 {
 
 // minLeaseBatch: a warm key's batch holds up to this many units, if half
 // a lease's TTL of its demand covers them (see size); a key is leased from
-// WarmRate only if its batch may hold that many (see hot).
+// WarmRate only if its lease may hold that many (see hot).
 const minLeaseBatch = 8
 
+// minHotBatch: a key is leased at all only if its lease may hold this many
+// units. A lease of one unit saves no round trip (every request renews
+// it), and only withholds: with MaxFraction at its default of 1 %, limits
+// of a capacity under 200 are decided by Redis request by request, and a
+// burst on them admits exactly the limit.
+const minHotBatch = 2
+
 // hot reports whether a key with limits and a demand of rate requests a
-// second is leased: from HotRate, or from WarmRate if its lease may hold
-// minLeaseBatch units. On the cold path, below WarmRate, it reads no
-// limit.
+// second is leased: from HotRate if its lease may hold minHotBatch units,
+// or from WarmRate if it may hold minLeaseBatch. On the cold path, below
+// WarmRate, it reads no limit.
 func (ls *leases) hot(rate float64, limits []Limit) bool {
 	lc := &ls.l.cfg.Lease
-	return rate >= lc.HotRate || rate >= lc.WarmRate && ls.ceiling(limits) >= minLeaseBatch
+	if rate < lc.WarmRate {
+		return false
+	}
+	c := ls.ceiling(limits)
+	return rate >= lc.HotRate && c >= minHotBatch || c >= minLeaseBatch
 }
 
 // ceiling is the most units a key's lease may hold: MaxFraction of the
-// smallest capacity, at least 1; for FixedWindow limits alone, the whole
-// capacity. A FixedWindow lease ends with its window, so its units are
-// spent in the window Redis charged them to and exceed nothing (the units
-// outstanding stay the bound, for a clock skew at the window's end); only
-// the demand sizes its batches, and a key far over a fast window is not
-// held to a hundred round trips per window (one instance over 100,000/s
-// admitted 81 % of its windows in 1 % batches).
+// smallest capacity, rounded down, for every algorithm. It bounds what a
+// lease may withhold from the other instances at any moment (what it
+// holds and no request of its own is waiting for), as it bounds what the
+// limit may be exceeded by.
 func (ls *leases) ceiling(limits []Limit) int64 {
-	c := minCapacity(limits)
-	windows := true
-	for _, lim := range limits {
-		windows = windows && lim.Algorithm == FixedWindow
-	}
-	if windows {
-		return c
-	}
-	return ls.fraction(c)
+	return ls.fraction(minCapacity(limits))
 }
 
-// fraction is MaxFraction of capacity c, at least 1.
+// fraction is MaxFraction of capacity c, rounded down.
 func (ls *leases) fraction(c int64) int64 {
-	return max(1, int64(float64(c)*ls.l.cfg.Lease.MaxFraction))
+	return int64(float64(c) * ls.l.cfg.Lease.MaxFraction)
 }
 
 // minCapacity is the smallest capacity of limits.

@@ -290,7 +290,8 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	// and a cost from 1 to the units held, which never exceed a capacity.
 	// A request a lease serves is valid, and validating it (Limit.Spec for
 	// each limit) took a tenth of a lease answer's time.
-	lease := l.leases != nil && n >= 1
+	leasing := l.leases != nil && n >= 1
+	lease := leasing
 	held := false
 	var h uint64 // the key's hash in the lease tables
 	if lease {
@@ -347,12 +348,28 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	if r.Allowed {
 		r.Granted = n
 	}
+	if !r.Allowed && leasing {
+		// Redis has nothing, and this instance may hold units of the key
+		// now (a lease, or a batch, that landed while the request was
+		// out): they are this caller's as much as anyone's. An instance
+		// never denies a request while it holds units of its key.
+		if lr, served, _ := l.leases.spend(key, h, n, limits); served && lr.Allowed {
+			return l.count(lr), nil
+		}
+	}
 	if held {
 		// Redis counts the units this instance's lease holds as spent;
 		// they are the caller's budget still.
-		// (A renewal that lands meanwhile may be counted twice: never
-		// above the capacity.)
-		r.Remaining = min(r.Remaining+l.leases.holding(key, limits), r.Limit.Capacity())
+		// Of Redis's two answers, the request's and the lease's last
+		// batch's, the later has the smaller remaining (but for what
+		// refilled between them): a batch run after the request in the
+		// same round trip is held here now, and must not count twice.
+		units, batch := l.leases.holding(key, limits, r.Binding)
+		base := r.Remaining
+		if batch >= 0 {
+			base = min(base, batch)
+		}
+		r.Remaining = min(base+units, r.Limit.Capacity())
 	}
 	if !r.Allowed && l.deny != nil {
 		c := r

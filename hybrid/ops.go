@@ -262,17 +262,24 @@ func (ls *leases) peek(key string, limits []Limit) (Result, bool) {
 		ResetAfter: time.Duration(max(e.resetAt.Load()-now, 0)), Delay: e.delay(left-1, 1, now), Source: SourceLease}, true
 }
 
-// holding is the units the key's lease holds for limits, not yet spent.
-func (ls *leases) holding(key string, limits []Limit) int64 {
+// holding is the units the key's lease holds for limits, not yet spent,
+// and the remaining of limits[binding] as the lease's last batch was
+// answered (-1 when the lease has no batch of that binding limit, or
+// none).
+func (ls *leases) holding(key string, limits []Limit, binding int) (units, remaining int64) {
 	v, ok := ls.entries.Load(key)
 	if !ok {
-		return 0
+		return 0, -1
 	}
 	e := v.(*leaseEntry)
 	if !slices.Equal(e.req.Limits(), limits) {
-		return 0
+		return 0, -1
 	}
-	return max(e.units.Load(), 0)
+	remaining = -1
+	if e.at.Load() > 0 && int(e.binding.Load()) == binding {
+		remaining = e.remaining.Load()
+	}
+	return max(e.units.Load(), 0), remaining
 }
 
 // reset ends the key's lease when it holds any of limits. Its units vanish

@@ -88,7 +88,11 @@ func TestDecideManyMatchesOneByOne(t *testing.T) {
 				if err := p.many.DecideMany(ctx, reqs, out); err != nil {
 					t.Fatalf("batch %d: DecideMany: %v", batch, err)
 				}
-				for i, r := range reqs {
+				// Redis runs a call's give-backs first, then its
+				// decisions, then its leases (runOrder).
+				sent := make([]Result, len(reqs))
+				for _, i := range runOrder(reqs, sent) {
+					r := reqs[i]
 					if r.give {
 						gave++
 						back := Request{key: r.key, n: 1, limits: r.limits}

@@ -427,29 +427,26 @@ func (s *Store) DecideMany(ctx context.Context, reqs []Request, out []Result) er
 		}
 		return first
 	}
-	sent := make([]Request, 0, len(reqs))
 	for i, r := range reqs {
 		out[i] = Result{}
-		if err := r.built(); err != nil {
-			out[i].Err = err
-			continue
-		}
-		sent = append(sent, r)
+		out[i].Err = r.built()
 	}
-	if len(sent) == 0 {
+	idx := runOrder(reqs, out)
+	if len(idx) == 0 {
 		return nil
 	}
+	sent := make([]Request, len(idx))
+	for j, i := range idx {
+		sent[j] = reqs[i]
+	}
 	vals, err := s.runInts(ctx, s.decideCall(sent)).Result()
-	for i, r := range reqs {
-		if out[i].Err != nil {
-			continue // not sent
-		}
+	for _, i := range idx {
 		if err != nil {
 			out[i].Err = err
 			continue
 		}
 		var n int
-		n, err = parseReply(vals, r, &out[i])
+		n, err = parseReply(vals, reqs[i], &out[i])
 		if err != nil {
 			out[i].Err = err
 			continue
@@ -469,6 +466,35 @@ func (s *Store) DecideMany(ctx context.Context, reqs []Request, out []Result) er
 	return err
 }
 
+// runOrder returns the indices of the requests to send (those whose out
+// has no error), in the order Redis runs them: give-backs first (their
+// units are there for the rest), then decisions, then leases, which take
+// what the decisions of their round trip left. A lease never takes units
+// that a request sent with it needed: a burst whose requests share a round
+// trip with a lease is decided as if the lease came after it.
+func runOrder(reqs []Request, out []Result) []int {
+	idx := make([]int, 0, len(reqs))
+	for class := range 3 {
+		for i, r := range reqs {
+			if out[i].Err == nil && r.class() == class {
+				idx = append(idx, i)
+			}
+		}
+	}
+	return idx
+}
+
+// class is a request's place in runOrder: 0 give-back, 1 decision, 2 lease.
+func (r Request) class() int {
+	switch {
+	case r.give:
+		return 0
+	case r.lease:
+		return 2
+	}
+	return 1
+}
+
 // DecidePipeline decides many requests as one pipeline of script calls,
 // one per request: one round trip, and each request may live in its own
 // Redis Cluster slot. Requests that met NOSCRIPT are sent again after the
@@ -481,13 +507,13 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 	if len(out) != len(reqs) {
 		return fmt.Errorf("remote: %d results for %d requests", len(out), len(reqs))
 	}
-	calls := make([]sentCall, 0, len(reqs))
 	for i, r := range reqs {
 		out[i] = Result{}
-		if err := r.built(); err != nil {
-			out[i].Err = err
-			continue
-		}
+		out[i].Err = r.built()
+	}
+	calls := make([]sentCall, 0, len(reqs))
+	for _, i := range runOrder(reqs, out) {
+		r := reqs[i]
 		c := s.decideCall(reqs[i : i+1])
 		if r.lease {
 			c = s.entryCall(entryLease, r, r.n)

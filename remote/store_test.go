@@ -412,8 +412,8 @@ func commandCalls(t *testing.T, rdb *redis.Client, names ...string) int64 {
 }
 
 // TestLeasesInMultiKeyCalls: leases sent among decisions in one script call
-// (DecideMany) or one pipeline (DecidePipeline) take what Store.Lease takes
-// and charge the same state as the decisions around them.
+// (DecideMany) or one pipeline (DecidePipeline) run after the decisions,
+// take what they left, as Store.Lease takes it, and charge the same state.
 func TestLeasesInMultiKeyCalls(t *testing.T) {
 	s, _, _ := newRealProduction(t)
 	ctx := context.Background()
@@ -430,8 +430,8 @@ func TestLeasesInMultiKeyCalls(t *testing.T) {
 			reqs := []Request{
 				leaseReq(a, 30, l),
 				req(b, 1, l),
-				leaseReq(a, 500, l), // only 70 left
-				req(a, 1, l),        // none left
+				leaseReq(a, 500, l), // 69 left: the decision below runs first
+				req(a, 1, l),        // before the leases: allowed
 				{},                  // bad: nothing sent
 			}
 			out := make([]Result, len(reqs))
@@ -442,7 +442,7 @@ func TestLeasesInMultiKeyCalls(t *testing.T) {
 				allowed bool
 				granted int64
 				lease   bool
-			}{{true, 30, true}, {true, 0, false}, {true, 70, true}, {false, 0, false}}
+			}{{true, 30, true}, {true, 0, false}, {true, 69, true}, {true, 0, false}}
 			for i, w := range want {
 				r := out[i]
 				if r.Err != nil || r.Allowed != w.allowed || r.Granted != w.granted || (w.lease && r.At <= 0) {
