@@ -531,7 +531,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 		sum.RecoveredMs = nil
 		events = failoverTimes(&sum, events, recov, probe, time.Duration(killedAt.Load()))
 	}
-	moveFigures(&sum, mover, time.Duration(in.moveFrom.Load()), time.Duration(in.moveTo.Load()))
+	moveFigures(&sum, mover, time.Duration(in.moveFrom.Load()), time.Duration(in.moveTo.Load()), elapsed)
 
 	// The fault's rows: from the one it was injected in to the one before
 	// the node's return (to the end for kill).

@@ -166,12 +166,13 @@ func (p *moveProbe) close() error {
 }
 
 // moveFigures fills the summary's figures of a slot move: how long it
-// took, and redis_rate's calls, errors, p99 and slowest call during it.
-func moveFigures(sum *faultSummary, p *moveProbe, from, to time.Duration) {
+// took (if it ended within the run, which lasted elapsed), and redis_rate's
+// calls, errors, p99 and slowest call during it.
+func moveFigures(sum *faultSummary, p *moveProbe, from, to, elapsed time.Duration) {
 	if p == nil || from == 0 {
 		return
 	}
-	if to > 0 {
+	if to > 0 && to <= elapsed {
 		v := (to - from).Seconds()
 		sum.MoveSeconds = &v
 	}
