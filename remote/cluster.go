@@ -35,11 +35,14 @@ import (
 // command again never charges twice. Nothing else is resent: a network
 // error or a timeout may have followed a run. None of the routing answers
 // is a failure of the node (hybrid counts none on a breaker); a request
-// still unanswered after maxRedirects of them, or when its budget ends,
-// fails with an error that wraps ErrCluster. So does CLUSTERDOWN, which
-// every master answers while the cluster lacks a master for some slot
-// (cluster-require-full-coverage yes, from when a master is marked failed
-// until its replica is promoted): the cluster refuses, the master is up.
+// still unanswered when its budget ends fails with an error that wraps
+// ErrCluster. CLUSTERDOWN, which every master answers while the cluster
+// lacks a master for some slot (cluster-require-full-coverage yes: from
+// when a master is marked failed until its replica is promoted, and for
+// about a cluster cron tick of a manual failover), is no failure of the
+// node either: the cluster refuses, the master is up. It is waited out
+// like TRYAGAIN until it has lasted clusterDownPatience, and fails at once
+// (ErrCluster) after that, until some member answers again.
 //
 // The slot map is reloaded, from the first member that answers, after
 // MOVED, CLUSTERDOWN and any failure (Refresh), at most once per
@@ -69,6 +72,15 @@ const (
 	tryAgainPause = 2 * time.Millisecond
 	maxTryAgain   = time.Second
 )
+
+// clusterDownPatience is how long a Store waits out CLUSTERDOWN: a
+// request that meets it is sent again every tryAgainPause (within its
+// budget) until the cluster has answered CLUSTERDOWN for this long, and
+// after that fails at once, until some member answers again. A manual
+// failover (CLUSTER FAILOVER) makes the new master refuse for about a
+// cluster cron tick (100 ms); a dead master's slots, until its replica
+// is promoted (seconds).
+const clusterDownPatience = 300 * time.Millisecond
 
 // reloadTimeout bounds one reload of the slot map, over every member it
 // tries.
@@ -111,6 +123,24 @@ type cluster struct {
 	reloads   sync.WaitGroup
 	refreshed atomic.Int64 // unix ns of the last reload started by refresh
 	reloading atomic.Bool
+	downSince atomic.Int64 // unix ns of the first CLUSTERDOWN since a member last answered; 0: none
+}
+
+// down notes a CLUSTERDOWN at now and reports whether it is still to be
+// waited out (clusterDownPatience has not passed since the first).
+func (c *cluster) down(now time.Time) bool {
+	t := now.UnixNano()
+	if c.downSince.CompareAndSwap(0, t) {
+		return true
+	}
+	return t-c.downSince.Load() < int64(clusterDownPatience)
+}
+
+// up notes that a member answered.
+func (c *cluster) up() {
+	if c.downSince.Load() != 0 {
+		c.downSince.Store(0)
+	}
 }
 
 // newCluster reads what routing needs from the user's client.
@@ -432,6 +462,7 @@ type routed struct {
 	at    *member            // where it was last sent
 	hops  int                // redirections and code reloads met
 	last  routing            // the last routing answer, if it ended there
+	moved bool               // it followed a routing answer
 }
 
 // send sends rs and follows their routing answers until each has a final
@@ -450,7 +481,7 @@ func (s *Store) send(ctx context.Context, rs []*routed) {
 		for _, r := range rs {
 			if s.follow(ctx, r, giveUp, loaded) {
 				again = append(again, r)
-				pause = pause || r.last == routeTryAgain
+				pause = pause || r.last == routeTryAgain || r.last == routeClusterDown || r.hops > maxRedirects
 			}
 		}
 		if pause {
@@ -521,12 +552,20 @@ func (s *Store) follow(ctx context.Context, r *routed, giveUp time.Time, loaded 
 	err := r.cmd.Err()
 	route, addr := routeOf(err)
 	r.last = route
+	now := time.Now()
 	switch {
 	case err == nil:
+		c.up()
 		return false
 	case route == routeClusterDown:
+		// A moment of CLUSTERDOWN (a manual failover has one) is waited
+		// out like TRYAGAIN; once it has lasted clusterDownPatience
+		// (a master died, and its replica is not promoted yet), the
+		// requests fail at once.
 		c.refresh()
-		return false
+		if !c.down(now) || !time.Now().Add(tryAgainPause).Before(giveUp) {
+			return false
+		}
 	case route == routeNone && !missing(r.cmd):
 		return false // not routing: the reply stands, resending could charge twice
 	case route == routeTryAgain:
@@ -534,12 +573,15 @@ func (s *Store) follow(ctx context.Context, r *routed, giveUp time.Time, loaded 
 			return false
 		}
 	default:
-		if r.hops++; r.hops > maxRedirects {
+		if r.hops++; r.hops > maxRedirects && !time.Now().Add(tryAgainPause).Before(giveUp) {
 			return false
 		}
 	}
 	if ctx.Err() != nil {
 		return false
+	}
+	if route != routeNone {
+		r.moved = true
 	}
 	switch route {
 	case routeMoved, routeAsk:
@@ -554,7 +596,7 @@ func (s *Store) follow(ctx context.Context, r *routed, giveUp time.Time, loaded 
 			c.refresh()
 		}
 		r.to, r.ask = m, route == routeAsk
-	case routeTryAgain:
+	case routeTryAgain, routeClusterDown:
 		// Back to the slot's owner, which sends it on again if it must:
 		// the migration may have ended meanwhile.
 		r.ask = false
@@ -590,12 +632,17 @@ func sendTo(ctx context.Context, m *member, rs []*routed) {
 	})
 }
 
-// clusterErr is the error a routed command ends with: its reply's, wrapped
-// in ErrCluster where the cluster did not run it (CLUSTERDOWN, or a
-// routing answer it could not follow further).
+// err is the error a routed command ends with: its reply's, wrapped in
+// ErrCluster where the cluster did not run it (CLUSTERDOWN, or a routing
+// answer it could not follow further, or a last try after routing answers
+// that ran out of budget).
 func (r *routed) err() error {
 	err := r.cmd.Err()
-	if err != nil && r.last != routeNone {
+	var ne net.Error
+	timedOut := errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+	if err != nil && (r.last != routeNone || r.moved && timedOut) {
+		// A budget spent following the cluster's answers, to a last try
+		// that could not finish, is the cluster's doing too.
 		return fmt.Errorf("%w: %w", ErrCluster, err)
 	}
 	return err
