@@ -10,10 +10,13 @@ import (
 	"github.com/hybridlimit/hybridlimit/remote"
 )
 
-// batcher coalesces the concurrent requests for one node. Requests queue;
-// a round trip takes up to Batch.MaxSize of them at once (one script call,
-// remote.Store.DecideBatch), and the requests that arrive while it is in
-// flight gather for the next. An idle node is asked at once.
+// batcher coalesces the concurrent requests for one node. A request that
+// finds no round trip in flight (and whose budget is the Timeout) makes
+// one itself, in its own goroutine, with no hand-off; the requests that
+// arrive while a round trip is in flight queue, and a round trip takes up
+// to Batch.MaxSize of them at once (one script call,
+// remote.Store.DecideBatch), in a goroutine of its own (a worker), started
+// when the round trip in flight ends.
 //
 // Several round trips may be in flight (at most the node's conc): a
 // request that has waited spurAfter (Timeout/8) without being taken starts
@@ -23,9 +26,10 @@ import (
 // most spurAfter before it is sent and a node that answers within its
 // Timeout keeps its keys.
 //
-// Round trips run in goroutines of their own (workers), never on a
-// caller's context: a caller whose context ends leaves at once, and its
-// leaving neither cuts a connection nor counts against the node.
+// No round trip runs on a caller's context: a queued caller whose context
+// ends leaves at once, and its leaving neither cuts a connection nor counts
+// against the node; a caller making its own round trip sees its
+// cancellation when that round trip ends, within the Timeout.
 type batcher struct {
 	mu       sync.Mutex
 	inflight int     // round trips in flight (workers, and inline callers)
@@ -93,28 +97,12 @@ type call struct {
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
-// deadline is the instant by which a request that starts now must be
-// answered: Config.Timeout from now, or the caller's deadline if sooner.
-func (l *Limiter) deadline(ctx context.Context, now time.Time) time.Time {
-	d := now.Add(l.cfg.Timeout)
-	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
-		return cd
-	}
-	return d
-}
-
 // ask sends req to nd and waits for the answer until deadline, or until ctx
-// ends. ok is true when Redis answered; otherwise why (and err, for a
-// failed round trip) says why not.
-func (l *Limiter) ask(ctx context.Context, nd *node, req remote.Request, deadline time.Time) (r remote.Result, ok bool, why Reason, err error) {
-	return l.askShard(ctx, nd, req, deadline, nil)
-}
-
-// askShard is ask for a request whose outcome also counts on shard, the
-// breaker of the cluster master that serves it (nil: none).
-func (l *Limiter) askShard(ctx context.Context, nd *node, req remote.Request, deadline time.Time, shard *breaker.Breaker) (r remote.Result, ok bool, why Reason, err error) {
+// ends. shard is the breaker of the cluster master that serves req's key,
+// on which its outcome also counts (nil: none).
+func (nd *node) ask(ctx context.Context, req remote.Request, deadline time.Time, shard *breaker.Breaker) answer {
 	if ctx.Err() != nil {
-		return r, false, ReasonCancelled, nil
+		return answer{why: ReasonCancelled}
 	}
 	now := time.Now()
 	late := ReasonTimeout // what the deadline's passing means
@@ -123,7 +111,7 @@ func (l *Limiter) askShard(ctx context.Context, nd *node, req remote.Request, de
 		late, ctxBound = ReasonCancelled, true
 	}
 	if !now.Before(deadline) {
-		return r, false, late, nil
+		return answer{why: late}
 	}
 	// Copies of the key and limits: the caller's must not escape, or every
 	// call with variadic limits would allocate them, on the lease and
@@ -138,29 +126,32 @@ func (l *Limiter) askShard(ctx context.Context, nd *node, req remote.Request, de
 	if b.closed {
 		b.mu.Unlock()
 		callPool.Put(c)
-		return r, false, ReasonTransport, ErrClosed
+		return answer{why: ReasonTransport, err: ErrClosed}
 	}
-	if ctx.Done() == nil && b.inflight == 0 {
-		// An idle node and a caller that cannot leave: ask in the caller's
-		// goroutine, with no hand-off.
+	if b.inflight == 0 && !ctxBound {
+		// An idle node, and a caller whose budget is the Timeout: it
+		// makes the round trip itself, with no hand-off, on no context
+		// of its own (its leaving must not cut the connection): a
+		// cancellation is seen when the round trip ends, within the
+		// Timeout. A caller with a deadline of its own queues, and
+		// leaves at it.
 		b.inflight++
 		b.mu.Unlock()
-		one := [1]*call{c}
-		l.roundTrip(nd, one[:], deadline, false) // the caller waits in it: its budget bounds it
-		l.release(nd)
+		nd.one(c, deadline) // its budget bounds it, fresh: never too late to send
+		nd.release()
 		return c.finish()
 	}
 	c.queued = true
 	b.pending = append(b.pending, c)
-	start := b.inflight < nd.conc && (b.inflight == 0 || l.cfg.Batch.Disable)
+	start := b.inflight < nd.conc && (b.inflight == 0 || nd.cfg.batch.Disable)
 	if start {
-		l.startWorker(nd)
+		nd.startWorker()
 	}
 	b.mu.Unlock()
 
-	spur := !l.cfg.Batch.Disable
+	spur := !nd.cfg.batch.Disable
 	wait := c.budget
-	if s := l.cfg.Timeout / spurDivisor; spur && s < wait {
+	if s := nd.cfg.timeout / spurDivisor; spur && s < wait {
 		wait = s
 	} else {
 		spur = false
@@ -180,61 +171,61 @@ func (l *Limiter) askShard(ctx context.Context, nd *node, req remote.Request, de
 			if b.leave(c) {
 				callPool.Put(c)
 			} // else a round trip holds it and will answer nobody: not reused
-			return r, false, ReasonCancelled, nil
+			return answer{why: ReasonCancelled}
 		case <-c.timer.C:
 			if spur {
 				spur = false
-				l.spur(nd, c)
+				nd.spur(c)
 				c.timer.Reset(time.Until(deadline))
 				continue
 			}
 			if b.leave(c) {
 				callPool.Put(c)
 				if ctxBound {
-					return r, false, ReasonCancelled, nil
+					return answer{why: ReasonCancelled}
 				}
-				return r, false, ReasonQueued, nil
+				return answer{why: ReasonQueued}
 			}
-			return r, false, late, nil
+			return answer{why: late}
 		}
 	}
 }
 
 // finish returns c's answer and puts c back in the pool: nothing refers to
 // it any more.
-func (c *call) finish() (remote.Result, bool, Reason, error) {
-	r, ok, why, err := c.out, c.ok, c.why, c.err
+func (c *call) finish() answer {
+	a := answer{out: c.out, ok: c.ok, why: c.why, err: c.err}
 	c.req, c.out, c.err, c.shard = remote.Request{}, remote.Result{}, nil, nil
 	callPool.Put(c)
-	return r, ok, why, err
+	return a
 }
 
 // startWorker starts a round trip's goroutine. b.mu must be held.
-func (l *Limiter) startWorker(nd *node) {
+func (nd *node) startWorker() {
 	nd.batch.inflight++
-	l.workers.Add(1)
-	go l.worker(nd)
+	nd.cfg.workers.Add(1)
+	go nd.worker()
 }
 
 // spur starts another round trip for c, if c still waits and the node may
 // have one more in flight.
-func (l *Limiter) spur(nd *node, c *call) {
+func (nd *node) spur(c *call) {
 	b := &nd.batch
 	b.mu.Lock()
 	if c.queued && !b.closed && b.inflight < nd.conc {
-		l.startWorker(nd)
+		nd.startWorker()
 	}
 	b.mu.Unlock()
 }
 
 // release ends an inline round trip: requests that gathered meanwhile get
 // a worker, in the slot the inline caller held.
-func (l *Limiter) release(nd *node) {
+func (nd *node) release() {
 	b := &nd.batch
 	b.mu.Lock()
 	if len(b.pending) > 0 && !b.closed {
-		l.workers.Add(1) // the worker takes over the inline caller's slot
-		go l.worker(nd)
+		nd.cfg.workers.Add(1) // the worker takes over the inline caller's slot
+		go nd.worker()
 	} else {
 		b.inflight--
 	}
@@ -266,10 +257,10 @@ func (b *batcher) leave(c *call) bool {
 }
 
 // worker sends round trips for nd while requests are queued.
-func (l *Limiter) worker(nd *node) {
-	defer l.workers.Done()
-	size := l.cfg.Batch.MaxSize
-	if l.cfg.Batch.Disable {
+func (nd *node) worker() {
+	defer nd.cfg.workers.Done()
+	size := nd.cfg.batch.MaxSize
+	if nd.cfg.batch.Disable {
 		size = 1
 	}
 	b := &nd.batch
@@ -290,7 +281,7 @@ func (l *Limiter) worker(nd *node) {
 		clear(b.pending[n:])
 		b.pending = b.pending[:n]
 		b.mu.Unlock()
-		l.roundTrip(nd, batch, time.Time{}, true) // signals every call
+		nd.roundTrip(batch, time.Time{}, true) // signals every call
 		clear(batch)
 		if yieldBetweenBatches {
 			// The callers just answered run before the next batch is
@@ -318,10 +309,10 @@ func (l *Limiter) worker(nd *node) {
 // pipeline, go-redis answers none before all its masters have, so a master
 // that had stopped answering held every other master's requests until the
 // deadline (TestClusterOneMasterPaused).
-func (l *Limiter) roundTrip(nd *node, batch []*call, deadline time.Time, signal bool) {
+func (nd *node) roundTrip(batch []*call, deadline time.Time, signal bool) {
 	now := time.Now()
 	if deadline.IsZero() {
-		deadline = now.Add(l.cfg.Timeout)
+		deadline = now.Add(nd.cfg.timeout)
 	}
 	var buf [8]*call // most batches: the calls to send, without a heap slice
 	sent := buf[:0]
@@ -342,7 +333,7 @@ func (l *Limiter) roundTrip(nd *node, batch []*call, deadline time.Time, signal 
 		sent = append(sent, c)
 	}
 	if !mixed || !nd.sharded {
-		l.send(nd, sent, deadline)
+		nd.send(sent, deadline)
 		if signal {
 			for _, c := range batch {
 				c.done <- struct{}{} // last: the caller may reuse c at once
@@ -369,7 +360,7 @@ func (l *Limiter) roundTrip(nd *node, batch []*call, deadline time.Time, signal 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l.send(nd, g, dl)
+			nd.send(g, dl)
 			if signal {
 				for _, c := range g {
 					c.done <- struct{}{}
@@ -382,19 +373,12 @@ func (l *Limiter) roundTrip(nd *node, batch []*call, deadline time.Time, signal 
 
 // send makes one round trip for calls, none of them dropped, and sets
 // their answers.
-func (l *Limiter) send(nd *node, calls []*call, deadline time.Time) {
+func (nd *node) send(calls []*call, deadline time.Time) {
 	switch len(calls) {
 	case 0:
 		return
 	case 1:
-		c := calls[0]
-		var ok bool
-		ok, c.err = l.call(deadline, nd, func(ctx context.Context) error {
-			c.out = l.sendOne(ctx, nd, c.req)
-			return c.out.Err
-		})
-		l.settle(c, ok)
-		l.shardOutcome(nd, c, ok)
+		nd.one(calls[0], deadline)
 		return
 	}
 	reqs := make([]remote.Request, len(calls))
@@ -402,7 +386,7 @@ func (l *Limiter) send(nd *node, calls []*call, deadline time.Time) {
 		reqs[i] = c.req
 	}
 	out := make([]remote.Result, len(reqs))
-	ok, err := l.call(deadline, nd, func(ctx context.Context) error {
+	ok, err := nd.call(deadline, func(ctx context.Context) error {
 		return nd.store.DecideBatch(ctx, reqs, out)
 	})
 	if ok {
@@ -412,14 +396,25 @@ func (l *Limiter) send(nd *node, calls []*call, deadline time.Time) {
 		// Each request's own error says whether Redis decided it: in a
 		// pipeline, one failed command says nothing of the others.
 		c.out, c.err = out[i], err
-		l.settle(c, ok)
-		l.shardOutcome(nd, c, ok)
+		c.settle(ok)
+		nd.shardOutcome(c, ok)
 	}
+}
+
+// one makes the round trip of c alone, by deadline, and sets its answer.
+func (nd *node) one(c *call, deadline time.Time) {
+	ok, err := nd.call(deadline, func(ctx context.Context) error {
+		c.out, _ = nd.store.Decide(ctx, c.req) // the error is c.out.Err
+		return c.out.Err
+	})
+	c.err = err
+	c.settle(ok)
+	nd.shardOutcome(c, ok)
 }
 
 // settle sets c's outcome once its round trip is over. sent is false when
 // the breaker refused the round trip.
-func (l *Limiter) settle(c *call, sent bool) {
+func (c *call) settle(sent bool) {
 	switch {
 	case !sent:
 		c.why, c.err = ReasonBreakerOpen, nil
@@ -436,7 +431,7 @@ func (l *Limiter) settle(c *call, sent bool) {
 // failure (CLUSTERDOWN, or a move that outlasted the budget): it counts on
 // no breaker, and reloads the map too. Requests of no shard (leases) only
 // trigger the reload.
-func (l *Limiter) shardOutcome(nd *node, c *call, sent bool) {
+func (nd *node) shardOutcome(c *call, sent bool) {
 	if !nd.sharded || !sent || c.dropped {
 		return
 	}
@@ -463,7 +458,7 @@ func (l *Limiter) shardOutcome(nd *node, c *call, sent bool) {
 // deadline, and counts it. It never runs on a caller's context, so that a
 // caller's leaving does not cut the connection. ok is false when the
 // breaker refused: nothing was sent.
-func (l *Limiter) call(deadline time.Time, nd *node, fn func(context.Context) error) (ok bool, err error) {
+func (nd *node) call(deadline time.Time, fn func(context.Context) error) (ok bool, err error) {
 	done, allowed := func(breaker.Outcome) {}, true
 	if !nd.sharded {
 		// A cluster's masters have breakers of their own (shardOutcome).
@@ -483,13 +478,7 @@ func (l *Limiter) call(deadline time.Time, nd *node, fn func(context.Context) er
 	nd.calls.Add(1)
 	if err != nil {
 		nd.errs.Add(1)
-		l.cfg.Logger.Debug("hybrid: remote call failed", "node", nd.name, "err", err)
+		nd.cfg.logger.Debug("hybrid: remote call failed", "node", nd.name, "err", err)
 	}
 	return true, err
-}
-
-// sendOne is one request in one round trip.
-func (l *Limiter) sendOne(ctx context.Context, nd *node, req remote.Request) remote.Result {
-	r, _ := nd.store.Decide(ctx, req) // the error is r.Err
-	return r
 }

@@ -85,7 +85,7 @@ func BenchmarkLimiter(b *testing.B) {
 					}()
 					rl := redis_rate.Limit{Rate: int(w.limit.Rate), Burst: int(w.limit.Capacity()), Period: w.limit.Period}
 					allow = func(ctx context.Context, key string) bool {
-						name, _ := lim.ring.Locate(key)
+						name, _ := lim.topo.ring.Locate(key)
 						rrCalls.Add(1)
 						res, err := rr[name].Allow(ctx, key, rl)
 						if err != nil {

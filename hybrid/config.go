@@ -8,14 +8,17 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hybridlimit/hybridlimit/breaker"
+	"github.com/hybridlimit/hybridlimit/local"
 	"github.com/hybridlimit/hybridlimit/remote"
 )
 
 // DefaultTimeout bounds each remote call when Config.Timeout is 0.
 const DefaultTimeout = 50 * time.Millisecond
 
-// DefaultMaxLocalKeys is the default of Config.MaxLocalKeys.
-const DefaultMaxLocalKeys = 1_000_000
+// DefaultMaxLocalKeys is the default of Config.MaxLocalKeys, package
+// local's.
+const DefaultMaxLocalKeys = local.DefaultMaxKeys
 
 // MaxKeyLen is the longest key accepted, in bytes.
 const MaxKeyLen = remote.MaxKeyLen
@@ -84,11 +87,11 @@ type BreakerConfig struct {
 	HalfOpenProbes uint32
 }
 
-// The breaker's defaults.
+// The breaker's defaults, package breaker's.
 const (
-	DefaultConsecutiveFailures = 5
-	DefaultOpenTimeout         = time.Second
-	DefaultHalfOpenProbes      = 1
+	DefaultConsecutiveFailures = breaker.DefaultConsecutiveFailures
+	DefaultOpenTimeout         = breaker.DefaultOpenTimeout
+	DefaultHalfOpenProbes      = breaker.DefaultHalfOpenProbes
 )
 
 // LeaseConfig configures leases: a (key, limits) this instance sees more
@@ -131,9 +134,9 @@ type LeaseConfig struct {
 // requests a second rather than 200 took Redis's share of the decisions
 // from 46-48 % to 27-28 % and the CPU per decision, client and Redis, from
 // 9.4-11.1 µs to 5.8-6.5 µs, at the same accuracy (99.9 % of the ideal);
-// from 10 a second, the give-backs of tens of thousands of leases a second,
-// a round trip each, overwhelmed the node (47 % of the decisions from the
-// failure mode).
+// from 10 a second, the give-backs of tens of thousands of leases a second
+// overwhelmed the node (47 % of the decisions from the failure mode, when
+// each was a round trip of its own; they ride in the node's batches now).
 const (
 	DefaultHotRate     = 200
 	DefaultWarmRate    = 25

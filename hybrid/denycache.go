@@ -88,3 +88,10 @@ func (c *denyCache) evict(now time.Duration) {
 
 // len returns the number of entries held.
 func (c *denyCache) len() int { return int(c.n.Load()) }
+
+// drop forgets the denial remembered for key, if any.
+func (c *denyCache) drop(key string) {
+	if _, ok := c.m.LoadAndDelete(key); ok {
+		c.n.Add(-1)
+	}
+}

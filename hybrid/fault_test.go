@@ -51,7 +51,7 @@ func (c *cluster) keysOn(t *testing.T, n int) [][]string {
 	out := make([][]string, len(c.srv))
 	for i := 0; ; i++ {
 		k := fmt.Sprintf("client:%d", i)
-		name, ok := c.lim.ring.Locate(k)
+		name, ok := c.lim.topo.ring.Locate(k)
 		if !ok {
 			t.Fatal("empty ring")
 		}
@@ -346,7 +346,7 @@ func TestAddRemoveNodeUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	for _, ks := range keys {
 		for _, k := range ks {
-			if name, _ := c.lim.ring.Locate(k); name != "extra" {
+			if name, _ := c.lim.topo.ring.Locate(k); name != "extra" {
 				continue
 			}
 			moved++
@@ -363,10 +363,10 @@ func TestAddRemoveNodeUnderLoad(t *testing.T) {
 	if moved == 0 {
 		t.Error("no key moved to the added node")
 	}
-	if _, err := c.lim.ring.Locate("x"); !err {
+	if _, err := c.lim.topo.ring.Locate("x"); !err {
 		t.Fatal("empty ring")
 	}
-	for _, m := range c.lim.ring.Members() {
+	for _, m := range c.lim.topo.ring.Members() {
 		if m == c.srv[2].Addr() {
 			t.Errorf("removed node %s still in the ring", m)
 		}

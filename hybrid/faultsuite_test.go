@@ -198,7 +198,7 @@ func TestFaultSuite(t *testing.T) {
 			if ns.Breaker != "closed" {
 				t.Errorf("after the fault: the sick node's breaker is %s, want closed", ns.Breaker)
 			}
-			pool := int64(c.lim.nodeByName(c.names[0]).store.Concurrency())
+			pool := int64(c.lim.topo.byName(c.names[0]).store.Concurrency())
 			if bound := pool * int64(during/open+2); newConns > bound {
 				t.Errorf("%d new connections to the sick node in %v, want <= %d (pool %d per OpenTimeout)", newConns, during, bound, pool)
 			}

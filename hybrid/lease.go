@@ -3,6 +3,7 @@ package hybrid
 import (
 	"context"
 	"hash/maphash"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -17,8 +18,9 @@ type leaseReply = remote.Result
 
 // Leases serve hot keys in process. When this instance sees a (key, limits)
 // more often than Lease.HotRate per second, it takes a batch of units from
-// Redis in one atomic script (remote.Store.Lease: the units leave the shared
-// budget at once) and spends them locally, lock-free. Before the batch runs
+// Redis in one atomic script (a lease request of remote's decide call: the
+// units leave the shared budget at once) and spends them locally,
+// lock-free. Before the batch runs
 // out a background renewal takes the next one, sized to the instance's own
 // recent demand (about Lease.RenewEvery of it) and capped at
 // Lease.MaxFraction of the smallest capacity. A lease expires after
@@ -69,8 +71,14 @@ const hotRow = hotSlots / 2
 // hotWindow is the window over which a slot's rate is measured.
 const hotWindow = 100 * time.Millisecond
 
+// leases is the lease table of one Limiter. It asks nodes for batches and
+// gives units back through them; it reads the topology to find a key's
+// node, and never calls into the Limiter.
 type leases struct {
-	l       *Limiter
+	cfg     LeaseConfig
+	timeout time.Duration // Config.Timeout: bounds renewals and give-backs
+	log     *slog.Logger
+	topo    *topology
 	seed    maphash.Seed
 	base    time.Time
 	slots   [hotSlots]hotSlot
@@ -87,14 +95,15 @@ type leases struct {
 
 // goDo runs f in a goroutine that close waits for, unless close has begun;
 // then it runs f in the caller's goroutine when sync is set, or not at all.
-func (ls *leases) goDo(sync bool, f func()) {
+// It reports whether it started the goroutine.
+func (ls *leases) goDo(sync bool, f func()) bool {
 	ls.gate.RLock()
 	if ls.closed {
 		ls.gate.RUnlock()
 		if sync {
 			f()
 		}
-		return
+		return false
 	}
 	ls.wg.Add(1)
 	ls.gate.RUnlock()
@@ -102,6 +111,7 @@ func (ls *leases) goDo(sync bool, f func()) {
 		defer ls.wg.Done()
 		f()
 	}()
+	return true
 }
 
 // hotSlot counts the requests of the keys hashing to it in one window.
@@ -120,43 +130,78 @@ type hotSlot struct {
 }
 
 // leaseEntry is the lease of one key for one set of limits.
+//
+// Its invariant: units is the only count that spends change (lock-free: a
+// hot key spends millions a second); everything else known of the lease is
+// the last batch that landed (batch), an immutable record replaced whole.
+// One goroutine at a time lands a batch, the taker and then each renewal;
+// renewal is non-nil while one is in flight, and its channel is closed
+// when it ends, so that Reset can wait for it.
 type leaseEntry struct {
 	req      remote.Request // the key and limits, kept (Request.Keep)
 	node     *node
-	units    atomic.Int64 // units left to spend
-	expires  atomic.Int64 // ns since base
-	at       atomic.Int64 // Redis time of the newest batch, µs
-	size     atomic.Int64 // units asked for at the last renewal
-	renewing atomic.Bool
-	binding  atomic.Int64 // index of the binding limit at the last batch
-	windowed bool         // a FixedWindow limit: the lease ends with the window
-	given    atomic.Int64 // units left just after the last batch arrived
-	took     atomic.Int64 // ns since base when it arrived
+	windowed bool    // a FixedWindow limit: the lease ends with the window
+	polls    []int64 // per limit, ns for a batch of ceiling units to refill at its rate
+	// tick is the drain interval of one place of a LeakyBucket lease (the
+	// longest of the request's LeakyBucket limits); 0: no LeakyBucket.
+	tick int64
 
-	// short is set while Redis gives less than asked (the key is over its
-	// limit): a dry lease then denies in process, and no batch is asked
-	// for before waitUntil (ns since base), when a batch has refilled.
-	short     atomic.Bool
-	waitUntil atomic.Int64
-	resetAt   atomic.Int64 // ns since base when the binding limit is full again
-	remaining atomic.Int64 // the binding limit's remaining, as the last batch's answer said
-	polls     []int64      // per limit, ns for a batch of ceiling units to refill at its rate
-
-	// LeakyBucket: the time (ns since base) the work ahead of the batch's
-	// first place has drained, and the drain interval of one place (the
-	// longest of the request's LeakyBucket limits). 0 tick: no LeakyBucket.
-	slot0   atomic.Int64
-	slotEnd atomic.Int64 // the time (ns since base) the batch's last place has drained
-	tick    int64
+	units   atomic.Int64 // units left to spend
+	batch   atomic.Pointer[leaseBatch]
+	renewal atomic.Pointer[renewal]
 
 	// Written only by requests for the key with other limits (see idle).
 	probeUnits atomic.Int64
 	probeAt    atomic.Int64 // ns since base, +1 (0: never probed)
 }
 
-func newLeases(l *Limiter) *leases {
+// leaseBatch is what a lease knows of its last batch: what was asked for
+// and what Redis answered. Times are ns since the table's base.
+type leaseBatch struct {
+	size      int64 // units asked for
+	given     int64 // units left just after it landed
+	took      int64 // when it landed
+	at        int64 // Redis time of the batch, µs (0: none has landed yet)
+	binding   int   // the binding limit's index
+	expires   int64 // the lease ends then
+	resetAt   int64 // the binding limit is full again then
+	remaining int64 // the binding limit's remaining, as Redis answered
+	// short is set while Redis gives less than asked (the key is over its
+	// limit): a dry lease then denies in process, and no batch is asked
+	// for before waitUntil, when a batch has refilled.
+	short     bool
+	waitUntil int64
+	// LeakyBucket: when the work ahead of the batch's first place has
+	// drained, and when its last place has.
+	slot0, slotEnd int64
+}
+
+// renewal is a batch in flight; done is closed when it has landed or
+// failed.
+type renewal struct{ done chan struct{} }
+
+// startRenewal marks a batch in flight for e, and returns it; nil when one
+// is in flight already.
+func (e *leaseEntry) startRenewal() *renewal {
+	if e.renewal.Load() != nil {
+		return nil // the common case while spends call renew: no allocation
+	}
+	r := &renewal{done: make(chan struct{})}
+	if !e.renewal.CompareAndSwap(nil, r) {
+		return nil
+	}
+	return r
+}
+
+// endRenewal ends r, the batch in flight.
+func (e *leaseEntry) endRenewal(r *renewal) {
+	e.renewal.Store(nil)
+	close(r.done)
+}
+
+func newLeases(cfg LeaseConfig, timeout time.Duration, log *slog.Logger, topo *topology) *leases {
 	ctx, cancel := context.WithCancel(context.Background())
-	ls := &leases{l: l, seed: maphash.MakeSeed(), base: time.Now(), ctx: ctx, cancel: cancel}
+	ls := &leases{cfg: cfg, timeout: timeout, log: log, topo: topo, seed: maphash.MakeSeed(), base: time.Now(), ctx: ctx, cancel: cancel}
 	ls.goDo(false, ls.sweep)
 	return ls
 }
@@ -168,7 +213,7 @@ const sweepEvery = 2
 // sweep ends, every TTL/sweepEvery, the leases past their TTL: a key
 // nobody asks for any more gives its units back.
 func (ls *leases) sweep() {
-	t := time.NewTicker(ls.l.cfg.Lease.TTL / sweepEvery)
+	t := time.NewTicker(ls.cfg.TTL / sweepEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -178,7 +223,7 @@ func (ls *leases) sweep() {
 		}
 		now := ls.now()
 		ls.entries.Range(func(k, v any) bool {
-			if e := v.(*leaseEntry); now >= e.expires.Load() {
+			if e := v.(*leaseEntry); now >= e.batch.Load().expires {
 				ls.expire(k.(string), e)
 			}
 			return true
@@ -191,7 +236,7 @@ func (ls *leases) sweep() {
 // longer decides the key.
 func (ls *leases) rehome() {
 	ls.entries.Range(func(k, v any) bool {
-		if e := v.(*leaseEntry); ls.l.locate(k.(string)) != e.node {
+		if e := v.(*leaseEntry); ls.topo.locate(k.(string)) != e.node {
 			ls.expire(k.(string), e)
 		}
 		return true
@@ -211,7 +256,7 @@ func (ls *leases) idle(e *leaseEntry, now int64) bool {
 		e.probeAt.Store(now + 1)
 		return false
 	}
-	return float64(now+1-at) >= float64(time.Second)/ls.l.cfg.Lease.HotRate
+	return float64(now+1-at) >= float64(time.Second)/ls.cfg.HotRate
 }
 
 func (ls *leases) now() int64 { return int64(time.Since(ls.base)) }
@@ -230,60 +275,65 @@ func newEntry(nd *node, req remote.Request, ceiling int64) *leaseEntry {
 	return e
 }
 
-// arrived records a batch of granted units of want asked for, as Redis
-// answered it at now: its binding limit, Redis time and durations. A batch
-// short of want makes the lease wait for the refill.
-func (ls *leases) arrived(e *leaseEntry, lease remote.Result, want int64, now int64) {
-	e.at.Store(lease.At)
-	e.binding.Store(int64(lease.Binding))
-	e.expires.Store(now + int64(ls.ttl(lease.ResetAfter, e.req.Limits())))
-	e.resetAt.Store(now + int64(lease.ResetAfter))
-	e.remaining.Store(lease.Remaining)
+// landed publishes the batch that Redis answered with lease at now, of
+// want units asked for, given being the units left with it: its binding
+// limit, Redis time and durations. A batch short of want makes the lease
+// wait for the refill. Only the goroutine landing a batch calls it.
+func (ls *leases) landed(e *leaseEntry, lease remote.Result, want, given, now int64) *leaseBatch {
+	prev := e.batch.Load()
+	b := &leaseBatch{
+		size:      want,
+		given:     given,
+		took:      now,
+		at:        lease.At,
+		binding:   lease.Binding,
+		expires:   now + int64(ls.ttl(lease.ResetAfter, e.req.Limits())),
+		resetAt:   now + int64(lease.ResetAfter),
+		remaining: lease.Remaining,
+		slot0:     now + int64(lease.Delay),
+	}
 	if e.tick > 0 {
 		// A batch's places follow the previous batch's in Redis's queue.
 		// Each slot0 errs late by its reply's travel; a batch answered
 		// later than the next would let the next one's places in among
 		// its own, and the output would outrun the rate by the
 		// difference (TestLeaseLeakyBucketKeepsShaping saw 0.6 ms).
-		slot0 := max(now+int64(lease.Delay), e.slotEnd.Load())
-		e.slot0.Store(slot0)
-		e.slotEnd.Store(slot0 + lease.Granted*e.tick)
-	} else {
-		e.slot0.Store(now + int64(lease.Delay))
+		b.slot0 = max(b.slot0, prev.slotEnd)
+		b.slotEnd = b.slot0 + lease.Granted*e.tick
 	}
-	e.took.Store(now)
 	if lease.Granted < want {
-		e.short.Store(true)
+		b.short = true
 		// The limit that bound the batch refills it; a slower one that did
 		// not bind (8/min beside 5/s) would hold the key back for its own
 		// refill, seconds, while the binding one refills in a fraction.
 		poll := e.polls[min(max(lease.Binding, 0), len(e.polls)-1)]
-		e.waitUntil.Store(now + max(poll, int64(lease.RetryAfter)))
-	} else {
-		e.short.Store(false)
+		b.waitUntil = now + max(poll, int64(lease.RetryAfter))
 	}
+	e.batch.Store(b)
+	return b
 }
 
 // dry answers a request that a waiting lease cannot serve: denied, until
 // the next batch can have arrived (the wait for the refill, then a round
 // trip).
-func (ls *leases) dry(e *leaseEntry, limits []Limit, now int64) Result {
-	retry := time.Duration(max(e.waitUntil.Load()-now, 0) + e.node.rtt.Load())
+func (ls *leases) dry(bt *leaseBatch, e *leaseEntry, limits []Limit, now int64) Result {
+	retry := time.Duration(max(bt.waitUntil-now, 0) + e.node.rtt.Load())
 	retry = max(retry, time.Microsecond)
-	reset := max(time.Duration(e.resetAt.Load()-now), retry)
-	b := int(e.binding.Load())
+	reset := max(time.Duration(bt.resetAt-now), retry)
+	b := bt.binding
 	return Result{Limit: limits[b], Binding: b, RetryAfter: retry, ResetAfter: reset, Source: SourceDenyCache}
 }
 
 // delay is how long to hold a request of n places spent from the
-// LeakyBucket lease e at now, left places remaining after it: until the
-// work ahead of its first place, the k-th of the batch, has drained.
-func (e *leaseEntry) delay(left, n, now int64) time.Duration {
+// LeakyBucket lease e, of last batch b, at now, left places remaining
+// after it: until the work ahead of its first place, the k-th of the
+// batch, has drained.
+func (e *leaseEntry) delay(b *leaseBatch, left, n, now int64) time.Duration {
 	if e.tick == 0 {
-		return 0 // not a LeakyBucket: nothing more to read
+		return 0 // not a LeakyBucket
 	}
-	k := e.given.Load() - left - n
-	return time.Duration(max(e.slot0.Load()+k*e.tick-now, 0))
+	k := b.given - left - n
+	return time.Duration(max(b.slot0+k*e.tick-now, 0))
 }
 
 // demandOf counts a request for the key of hash h (leases.hash) and
@@ -330,7 +380,7 @@ func (ls *leases) deleted(key string) {
 // spend answers a request from the lease of key, of hash h, if it has one
 // with units left. held reports a live lease for the key (ran dry, a
 // renewal on its way): the request then goes to Redis as usual rather than
-// taking another. It never blocks and does not allocate.
+// taking another. It never blocks, and allocates only to start a renewal.
 func (ls *leases) spend(key string, h uint64, n int64, limits []Limit) (r Result, served, held bool) {
 	if ls.slots[h%hotRow].present.Load() == 0 {
 		// No lease in the key's slot (most cold keys): no lookup. A lease
@@ -343,21 +393,22 @@ func (ls *leases) spend(key string, h uint64, n int64, limits []Limit) (r Result
 	}
 	e := v.(*leaseEntry)
 	now := ls.now()
+	bt := e.batch.Load()
 	if !slices.Equal(e.req.Limits(), limits) {
 		// The key is leased under other limits (a rule changed, or the
 		// key is asked under two sets). A lease past its TTL or no longer
 		// spent is given back, and this request may lease its own.
-		if now >= e.expires.Load() || ls.idle(e, now) {
+		if now >= bt.expires || ls.idle(e, now) {
 			ls.expire(key, e)
 			return Result{}, false, false
 		}
 		return Result{}, false, true
 	}
-	if now >= e.expires.Load() {
+	if now >= bt.expires {
 		ls.expire(key, e)
 		return Result{}, false, false
 	}
-	if n > e.size.Load() {
+	if n > bt.size {
 		// More than a batch: Redis decides it, and it starts no renewal
 		// (it may be bad input, which must take nothing).
 		return Result{}, false, true
@@ -365,28 +416,33 @@ func (ls *leases) spend(key string, h uint64, n int64, limits []Limit) (r Result
 	left := e.units.Add(-n)
 	if left < 0 {
 		e.units.Add(n)
-		if e.short.Load() {
+		if bt.short {
 			// Over the limit: Redis has nothing until the refill. Once it
 			// is due, one request asks for the next batch and is decided
 			// by Redis itself, so that a request made at a dry answer's
 			// RetryAfter finds the refill; the others wait for the batch.
-			if now >= e.waitUntil.Load() && ls.renew(key, e) {
+			if now >= bt.waitUntil && ls.renew(key, e) {
 				return Result{}, false, true
 			}
-			return ls.dry(e, limits, now), true, true
+			return ls.dry(bt, e, limits, now), true, true
 		}
 		ls.renew(key, e)
 		return Result{}, false, true
 	}
-	if e.tick == 0 && left < e.size.Load()/2 && (!e.short.Load() || now >= e.waitUntil.Load()) {
+	if e.tick == 0 && left < bt.size/2 && (!bt.short || now >= bt.waitUntil) {
 		ls.renew(key, e)
 	}
 	// What Redis would answer: the binding limit's remaining as it last
 	// said, with the units this instance holds and has not spent (never
-	// the lease's units alone), and its time until full from then.
-	b := int(e.binding.Load())
-	return Result{Allowed: true, Granted: n, Limit: limits[b], Binding: b, Remaining: min(e.remaining.Load()+left, limits[b].Capacity()),
-		ResetAfter: time.Duration(max(e.resetAt.Load()-now, 0)), Delay: e.delay(left, n, now), Source: SourceLease}, true, true
+	// the lease's units alone), and its time until full from then. The
+	// batch is read again after the units: a renewal publishes its batch
+	// before it adds its units, so this one is at least as new as left
+	// (the batch read above, with left holding the new units, counted
+	// them twice: Remaining read the whole limit).
+	bt = e.batch.Load()
+	b := bt.binding
+	return Result{Allowed: true, Granted: n, Limit: limits[b], Binding: b, Remaining: min(bt.remaining+left, limits[b].Capacity()),
+		ResetAfter: time.Duration(max(bt.resetAt-now, 0)), Delay: e.delay(bt, left, n, now), Source: SourceLease}, true, true
 }
 
 // size is the batch to ask for from nd: about RenewEvery of the demand, or
@@ -398,9 +454,9 @@ func (ls *leases) spend(key string, h uint64, n int64, limits []Limit) (r Result
 // a batch serves several requests; at least the request, at most
 // MaxFraction of the smallest capacity.
 func (ls *leases) size(nd *node, rate float64, n int64, limits []Limit) int64 {
-	cover := max(ls.l.cfg.Lease.RenewEvery, 2*time.Duration(nd.rtt.Load()))
+	cover := max(ls.cfg.RenewEvery, 2*time.Duration(nd.rtt.Load()))
 	want := int64(rate * cover.Seconds())
-	want = max(want, min(minLeaseBatch, int64(rate*ls.l.cfg.Lease.TTL.Seconds()/2)))
+	want = max(want, min(minLeaseBatch, int64(rate*ls.cfg.TTL.Seconds()/2)))
 	return min(max(want, n), ls.ceiling(limits))
 }
 
@@ -421,7 +477,7 @@ const minHotBatch = 2
 // or from WarmRate if it may hold minLeaseBatch. On the cold path, below
 // WarmRate, it reads no limit.
 func (ls *leases) hot(rate float64, limits []Limit) bool {
-	lc := &ls.l.cfg.Lease
+	lc := &ls.cfg
 	if rate < lc.WarmRate {
 		return false
 	}
@@ -440,7 +496,7 @@ func (ls *leases) ceiling(limits []Limit) int64 {
 
 // fraction is MaxFraction of capacity c, rounded down.
 func (ls *leases) fraction(c int64) int64 {
-	return int64(float64(c) * ls.l.cfg.Lease.MaxFraction)
+	return int64(float64(c) * ls.cfg.MaxFraction)
 }
 
 // minCapacity is the smallest capacity of limits.
@@ -467,12 +523,13 @@ const (
 
 // take leases a first batch for a hot key and charges the request n from
 // it, within the request's deadline. When Redis gives fewer than n units
-// (they are given back) the request is decided as usual.
-func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, req remote.Request, rate float64) (Result, takeStatus, Reason, error) {
+// (they are given back) the request is decided as usual. When the round
+// trip fails, the answer says why.
+func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, req remote.Request, rate float64) (Result, takeStatus, answer) {
 	n, limits := req.N(), req.Limits()
 	want := ls.size(nd, rate, n, limits)
 	if want < n || n < 1 {
-		return Result{}, takeSkipped, 0, nil
+		return Result{}, takeSkipped, answer{}
 	}
 	// The lease is in the table before its first batch is asked for, dry
 	// and renewing: the callers that find the hot key meanwhile go to Redis
@@ -482,39 +539,40 @@ func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, req re
 	// window: nine units in ten of every window sat in Redis unused).
 	// Copies: the caller's key and limits must not escape.
 	e := newEntry(nd, req, ls.fraction(minCapacity(limits)))
-	e.renewing.Store(true)
-	e.size.Store(want)
-	e.expires.Store(ls.now() + int64(ls.l.cfg.Lease.TTL))
+	e.batch.Store(&leaseBatch{size: want, expires: ls.now() + int64(ls.cfg.TTL)})
+	rn := e.startRenewal()
 	k := e.req.Key()
 	if _, loaded := ls.entries.LoadOrStore(k, e); loaded {
-		return Result{}, takeSkipped, 0, nil
+		return Result{}, takeSkipped, answer{}
 	}
 	ls.stored(k)
+	defer e.endRenewal(rn)
 	lr, _ := req.Lease(want) // want >= n >= 1
-	lease, ok, why, err := ls.l.ask(ctx, nd, lr, deadline)
-	if !ok || lease.Granted > 0 && lease.Granted < n {
+	a := nd.ask(ctx, lr, deadline, nil)
+	lease := a.out
+	if !a.ok || lease.Granted > 0 && lease.Granted < n {
 		if ls.entries.CompareAndDelete(k, e) {
 			ls.deleted(k)
 		}
-		if !ok {
-			return Result{}, takeFailed, why, err
+		if !a.ok {
+			return Result{}, takeFailed, a
 		}
 		at, units := lease.At, lease.Granted
 		ls.goDo(true, func() { ls.giveBack(nd, e.req, at, units) })
-		return Result{}, takeSkipped, 0, nil
+		return Result{}, takeSkipped, answer{}
 	}
 	// A lease, or, when Redis has nothing to give, one that waits for the
 	// refill: the requests that follow are denied in process.
 	granted := max(lease.Granted-n, 0)
-	e.given.Store(granted)
-	ls.arrived(e, lease, want, ls.now())
+	bt := ls.landed(e, lease, want, granted, ls.now())
 	if e.tick > 0 {
 		// The taker holds the batch's first n places: the units left are
 		// places n and on.
-		e.slot0.Add(n * e.tick)
+		c := *bt
+		c.slot0 += n * e.tick
+		e.batch.Store(&c)
 	}
 	e.units.Store(granted)
-	e.renewing.Store(false)
 	// Ended meanwhile (rehome expires leases while they are being taken):
 	// the units go back, as a renewal's do, rather than sit in a lease
 	// nobody can find.
@@ -526,16 +584,16 @@ func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, req re
 	}
 	if lease.Granted == 0 {
 		// Redis has nothing to give: that is a denial.
-		return result(lease.Decision, limits, lease.Binding, SourceRemote), taken, 0, nil
+		return result(lease.Decision, limits, lease.Binding, SourceRemote), taken, answer{}
 	}
 	return Result{Allowed: true, Granted: n, Limit: limits[lease.Binding], Binding: lease.Binding, Remaining: lease.Remaining + granted,
-		ResetAfter: lease.ResetAfter, Delay: lease.Delay, Source: SourceLease}, taken, 0, nil
+		ResetAfter: lease.ResetAfter, Delay: lease.Delay, Source: SourceLease}, taken, answer{}
 }
 
 // ttl is Lease.TTL, shortened to the end of the window for FixedWindow,
 // whose units count only in the window they were taken in.
 func (ls *leases) ttl(resetAfter time.Duration, limits []Limit) time.Duration {
-	ttl := ls.l.cfg.Lease.TTL
+	ttl := ls.cfg.TTL
 	for _, lim := range limits {
 		if lim.Algorithm == FixedWindow && resetAfter > 0 {
 			ttl = min(ttl, resetAfter)
@@ -547,77 +605,75 @@ func (ls *leases) ttl(resetAfter time.Duration, limits []Limit) time.Duration {
 // renew starts a background renewal of e, unless one is in flight or
 // close has begun, and reports whether it started one.
 func (ls *leases) renew(key string, e *leaseEntry) bool {
-	if ls.ctx.Err() != nil || !e.renewing.CompareAndSwap(false, true) {
+	if ls.ctx.Err() != nil {
 		return false
 	}
-	ls.goDo(false, func() {
-		defer e.renewing.Store(false)
-		if ls.l.locate(key) != e.node {
-			// The key moved to another node: its units count there no
-			// more, and a renewal would go to the wrong node.
-			ls.expire(key, e)
-			return
-		}
-		now := ls.now()
-		left := e.units.Load()
-		short := e.short.Load()
-		if short && now < e.waitUntil.Load() {
-			return // the refill is not there yet
-		}
-		// The demand since the last batch: what it has spent, per second.
-		spent := e.given.Load() - left
-		rate := float64(max(spent, 1)) / max(time.Duration(now-e.took.Load()), time.Millisecond).Seconds()
-		// What is held, plus the batch, stays within MaxFraction; over the
-		// limit, the demand is more than any batch.
-		want := ls.ceiling(e.req.Limits()) - max(left, 0)
-		if !short {
-			want = min(ls.size(e.node, rate, 1, e.req.Limits()), want)
-		}
-		if e.windowed && !short {
-			// Units of a window are lost when it ends: take no more than
-			// the demand can spend before then (over the limit, it spends
-			// whatever comes).
-			rest := time.Duration(e.expires.Load() - now)
-			want = min(want, int64(rate*rest.Seconds())-max(left, 0))
-		}
-		if want < 1 {
-			return
-		}
-		req, _ := e.req.Lease(want) // want >= 1
-		lease, ok, _, _ := ls.l.ask(ls.ctx, e.node, req, ls.l.deadline(ls.ctx, time.Now()))
-		if !ok {
-			return
-		}
-		// Nothing, or less than asked: the key is over its limit, and the
-		// lease waits for the refill (arrived) rather than ending.
-		e.size.Store(want)
-		// Redis's remaining first: a spend between the two stores then
-		// counts the batch once too few, never twice (above capacity).
-		e.remaining.Store(lease.Remaining)
-		if e.tick > 0 {
-			// Places: where the batch's places fall (slot0, given) is set
-			// before they can be spent. A spend between the units and
-			// slot0 numbered the new batch's places from the last batch's
-			// slot0, and released two places at each drain time.
-			e.given.Store(max(e.units.Load(), 0) + lease.Granted)
-			ls.arrived(e, lease, want, ls.now())
-			e.units.Add(lease.Granted)
-		} else {
-			e.given.Store(e.units.Add(lease.Granted))
-			ls.arrived(e, lease, want, ls.now())
-		}
-		// Expired meanwhile: whatever expire did not take back goes back now.
-		if cur, _ := ls.entries.Load(key); cur != e {
-			if left := e.units.Swap(0); left > 0 {
-				ls.giveBack(e.node, e.req, e.at.Load(), left)
-			}
-		}
-	})
-	if ls.ctx.Err() != nil {
-		e.renewing.Store(false) // close has begun: no renewal was started
+	rn := e.startRenewal()
+	if rn == nil {
+		return false
+	}
+	if !ls.goDo(false, func() {
+		defer e.endRenewal(rn)
+		ls.renewNow(key, e)
+	}) {
+		e.endRenewal(rn) // close has begun: no renewal was started
 		return false
 	}
 	return true
+}
+
+// renewNow asks e's node for e's next batch, in the renewal's goroutine,
+// and lands it.
+func (ls *leases) renewNow(key string, e *leaseEntry) {
+	if ls.topo.locate(key) != e.node {
+		// The key moved to another node: its units count there no
+		// more, and a renewal would go to the wrong node.
+		ls.expire(key, e)
+		return
+	}
+	now := ls.now()
+	left := e.units.Load()
+	bt := e.batch.Load()
+	if bt.short && now < bt.waitUntil {
+		return // the refill is not there yet
+	}
+	// The demand since the last batch: what it has spent, per second.
+	spent := bt.given - left
+	rate := float64(max(spent, 1)) / max(time.Duration(now-bt.took), time.Millisecond).Seconds()
+	// What is held, plus the batch, stays within MaxFraction; over the
+	// limit, the demand is more than any batch.
+	want := ls.ceiling(e.req.Limits()) - max(left, 0)
+	if !bt.short {
+		want = min(ls.size(e.node, rate, 1, e.req.Limits()), want)
+	}
+	if e.windowed && !bt.short {
+		// Units of a window are lost when it ends: take no more than
+		// the demand can spend before then (over the limit, it spends
+		// whatever comes).
+		rest := time.Duration(bt.expires - now)
+		want = min(want, int64(rate*rest.Seconds())-max(left, 0))
+	}
+	if want < 1 {
+		return
+	}
+	req, _ := e.req.Lease(want) // want >= 1
+	a := e.node.ask(ls.ctx, req, deadlineOf(ls.ctx, time.Now(), ls.timeout), nil)
+	if !a.ok {
+		return
+	}
+	// Nothing, or less than asked: the key is over its limit, and the
+	// lease waits for the refill (landed) rather than ending. The batch
+	// is published before its units can be spent: where its places fall
+	// (a LeakyBucket's slot0, given) must be known first.
+	lease := a.out
+	ls.landed(e, lease, want, max(e.units.Load(), 0)+lease.Granted, ls.now())
+	e.units.Add(lease.Granted)
+	// Expired meanwhile: whatever expire did not take back goes back now.
+	if cur, _ := ls.entries.Load(key); cur != e {
+		if left := e.units.Swap(0); left > 0 {
+			ls.giveBack(e.node, e.req, e.batch.Load().at, left)
+		}
+	}
 }
 
 // expire ends e: its units are given back, in the background.
@@ -626,7 +682,8 @@ func (ls *leases) expire(key string, e *leaseEntry) {
 		ls.deleted(key)
 	}
 	if left := e.units.Swap(0); left > 0 {
-		ls.goDo(true, func() { ls.giveBack(e.node, e.req, e.at.Load(), left) })
+		at := e.batch.Load().at
+		ls.goDo(true, func() { ls.giveBack(e.node, e.req, at, left) })
 	}
 }
 
@@ -634,9 +691,9 @@ func (ls *leases) expire(key string, e *leaseEntry) {
 // Timeout, if it is still in the ring: a removed node's client is closed
 // (or about to be), and its keys are decided elsewhere now.
 func (ls *leases) giveBack(nd *node, req remote.Request, at, units int64) {
-	if ls.l.nodeByName(nd.name) != nd {
+	if ls.topo.byName(nd.name) != nd {
 		ls.lost.Add(units)
-		ls.l.cfg.Logger.Debug("hybrid: lease units dropped, their node left the ring", "node", nd.name, "units", units)
+		ls.log.Debug("hybrid: lease units dropped, their node left the ring", "node", nd.name, "units", units)
 		return
 	}
 	gr, err := req.GiveBack(units, at)
@@ -646,10 +703,9 @@ func (ls *leases) giveBack(nd *node, req remote.Request, at, units int64) {
 	// Through the node's batcher, in a decide call with its other
 	// requests: one round trip each cost a give-back as much client and
 	// Redis CPU as a decision made alone, and warm keys' leases end often.
-	_, ok, why, err := ls.l.ask(context.Background(), nd, gr, time.Now().Add(ls.l.cfg.Timeout))
-	if !ok {
+	if a := nd.ask(context.Background(), gr, time.Now().Add(ls.timeout), nil); !a.ok {
 		ls.lost.Add(units)
-		ls.l.cfg.Logger.Debug("hybrid: give-back failed", "node", nd.name, "units", units, "reason", why.String(), "err", err)
+		ls.log.Debug("hybrid: give-back failed", "node", nd.name, "units", units, "reason", a.why.String(), "err", a.err)
 	}
 }
 
@@ -681,8 +737,106 @@ func (ls *leases) close() {
 		e := v.(*leaseEntry)
 		ls.entries.Delete(k)
 		if left := e.units.Swap(0); left > 0 {
-			ls.giveBack(e.node, e.req, e.at.Load(), left)
+			ls.giveBack(e.node, e.req, e.batch.Load().at, left)
 		}
 		return true
 	})
+}
+
+// peek answers a Peek from the key's lease when one with units left is
+// held for the same limits: what its next spend would answer.
+func (ls *leases) peek(key string, limits []Limit) (Result, bool) {
+	v, ok := ls.entries.Load(key)
+	if !ok {
+		return Result{}, false
+	}
+	e := v.(*leaseEntry)
+	now := ls.now()
+	left := e.units.Load()
+	bt := e.batch.Load()
+	if left < 1 || now >= bt.expires || !slices.Equal(e.req.Limits(), limits) {
+		return Result{}, false
+	}
+	b := bt.binding
+	return Result{Allowed: true, Limit: limits[b], Binding: b, Remaining: min(bt.remaining+left-1, limits[b].Capacity()),
+		ResetAfter: time.Duration(max(bt.resetAt-now, 0)), Delay: e.delay(bt, left-1, 1, now), Source: SourceLease}, true
+}
+
+// holding is the units the key's lease holds for limits, not yet spent,
+// and the remaining of limits[binding] as the lease's last batch was
+// answered (-1 when the lease has no batch of that binding limit, or
+// none).
+func (ls *leases) holding(key string, limits []Limit, binding int) (units, remaining int64) {
+	v, ok := ls.entries.Load(key)
+	if !ok {
+		return 0, -1
+	}
+	e := v.(*leaseEntry)
+	if !slices.Equal(e.req.Limits(), limits) {
+		return 0, -1
+	}
+	remaining = -1
+	if bt := e.batch.Load(); bt.at > 0 && bt.binding == binding {
+		remaining = bt.remaining
+	}
+	return max(e.units.Load(), 0), remaining
+}
+
+// reset ends the key's lease when it holds any of limits. Its units vanish
+// with the state of the limits reset (a give-back to them could remove
+// what was charged after the reset: a SlidingWindowLog's newest events);
+// those held for its other limits go back to them.
+func (ls *leases) reset(key string, limits []Limit) {
+	v, ok := ls.entries.Load(key)
+	if !ok {
+		return
+	}
+	e := v.(*leaseEntry)
+	var keep []Limit
+	hit := false
+	for _, lim := range e.req.Limits() {
+		if slices.ContainsFunc(limits, func(r Limit) bool { return sameState(lim, r) }) {
+			hit = true
+		} else {
+			keep = append(keep, lim)
+		}
+	}
+	if !hit {
+		return
+	}
+	if ls.entries.CompareAndDelete(key, e) {
+		ls.deleted(key)
+	}
+	// A renewal in flight charges Redis and, finding the lease gone, gives
+	// its units back: let it finish before the state is deleted, or it
+	// charges the fresh state and its give-back removes what came after.
+	// It is bounded by the Timeout.
+	if rn := e.renewal.Load(); rn != nil {
+		t := time.NewTimer(2 * ls.timeout)
+		select {
+		case <-rn.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	left := e.units.Swap(0)
+	if left <= 0 || len(keep) == 0 {
+		return
+	}
+	req, err := remote.NewLease(e.req.Key(), 1, keep...)
+	if err != nil {
+		return
+	}
+	at := e.batch.Load().at
+	ls.goDo(true, func() { ls.giveBack(e.node, req, at, left) })
+}
+
+// sameState reports whether a and b keep their state under one Redis key:
+// a named limit's is its name and algorithm, an unnamed one's its
+// canonical form.
+func sameState(a, b Limit) bool {
+	if a.Name != "" || b.Name != "" {
+		return a.Name == b.Name && a.Algorithm == b.Algorithm
+	}
+	return a.Canonical() == b.Canonical()
 }

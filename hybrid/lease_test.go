@@ -63,7 +63,7 @@ func TestLeaseBadInputConsumesNothing(t *testing.T) {
 	// A renewal the last spend started would add units meanwhile: wait
 	// for it (at most a second).
 	if v, ok := lim.leases.entries.Load("hot"); ok {
-		for end := time.Now().Add(time.Second); v.(*leaseEntry).renewing.Load() && time.Now().Before(end); {
+		for end := time.Now().Add(time.Second); v.(*leaseEntry).renewal.Load() != nil && time.Now().Before(end); {
 			time.Sleep(time.Millisecond)
 		}
 	}
@@ -492,7 +492,7 @@ func TestLeaseSlotsCountEveryLease(t *testing.T) {
 		for {
 			busy := false
 			lim.leases.entries.Range(func(_, v any) bool {
-				busy = busy || v.(*leaseEntry).renewing.Load()
+				busy = busy || v.(*leaseEntry).renewal.Load() != nil
 				return !busy
 			})
 			m := "renewals in flight"
@@ -634,7 +634,7 @@ func TestColdKeysDoNotLookWarm(t *testing.T) {
 	falseWarm, calls := 0, 0
 	rng := rand.New(rand.NewPCG(3, 5))
 	for round := range 5 {
-		ls := newLeases(lim) // a fresh table and hash seed
+		ls := newLeases(lim.cfg.Lease, lim.cfg.Timeout, lim.cfg.Logger, &lim.topo) // a fresh table and hash seed
 		for w := range int64(2) {
 			for ls.now()/int64(hotWindow) < w {
 				time.Sleep(time.Millisecond)

@@ -78,12 +78,12 @@ func TestLeaseFollowsTheRing(t *testing.T) {
 	var key string
 	for i := 0; key == ""; i++ {
 		k := "moving:" + string(rune('a'+i%26)) + string(rune('a'+i/26))
-		if nd := lim.locate(k); nd.name == srv[0].Addr() {
+		if nd := lim.topo.locate(k); nd.name == srv[0].Addr() {
 			key = k
 		}
 	}
 	heat(t, lim, key, PerSecond(100_000))
-	old := lim.nodeByName(srv[0].Addr())
+	old := lim.topo.byName(srv[0].Addr())
 	if err := lim.RemoveNode(srv[0].Addr()); err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hybridlimit/hybridlimit/breaker"
 	"github.com/hybridlimit/hybridlimit/limit"
 	"github.com/hybridlimit/hybridlimit/local"
 	"github.com/hybridlimit/hybridlimit/remote"
@@ -22,51 +21,20 @@ import (
 // nodes. It is safe for concurrent use. Close it when done.
 type Limiter struct {
 	cfg      Config
-	ring     *shard.Ring
-	nodes    atomic.Pointer[map[string]*node]
+	topo     topology
 	mu       sync.Mutex // serializes AddNode, RemoveNode and Close
 	fallback *local.Limiter
 	deny     *denyCache // nil when disabled
 	leases   *leases    // nil when disabled
 	closed   atomic.Bool
 	counts   counters
-	workers  sync.WaitGroup // round trips' goroutines (batch.go)
+	workers  sync.WaitGroup // every node's round trips' goroutines (batch.go)
 	noNode   atomic.Int64   // answers for keys the ring had no node for
 
 	// Removed nodes whose clients the Limiter built, closed after a grace
 	// period or at Close (guarded by mu).
 	retired      []*node
 	retireTimers []*time.Timer
-}
-
-// node is one Redis node with its breaker and counters.
-type node struct {
-	name    string
-	client  redis.UniversalClient
-	owned   bool // built from Config.Addrs: closed by the Limiter
-	store   *remote.Store
-	br      *breaker.Breaker
-	calls   atomic.Int64 // round trips
-	errs    atomic.Int64
-	batched atomic.Int64 // requests decided in round trips of more than one
-	latency histogram    // round-trip times
-	batch   batcher
-	conc    int          // round trips that may be in flight at once
-	rtt     atomic.Int64 // moving average of round-trip times, ns (batch.go)
-
-	undecided reasonCounts // answers by the failure mode, by reason
-	failLog   failLog
-	eviction  remote.Eviction // read by warm before the node is published
-
-	// sharded: a Redis Cluster, whose masters fail one by one. Each has a
-	// breaker of its own in shards (master address -> *breaker.Breaker),
-	// made when a key first routes to it; br is then not used, so that one
-	// dead master does not send every key of the cluster to the failure
-	// mode.
-	sharded bool
-	shards  sync.Map
-
-	retiredClosed atomic.Bool
 }
 
 // New returns a Limiter over cfg's nodes. It connects to them and loads the
@@ -126,11 +94,11 @@ func New(cfg Config) (*Limiter, error) {
 		closeNodes(nodes)
 		return nil, fmt.Errorf("%w: %w", ErrInvalidNode, err)
 	}
-	l.ring = ring
+	l.topo.ring = ring
 	if !cfg.Lease.Disable {
-		l.leases = newLeases(l) // last: its sweep runs until Close
+		l.leases = newLeases(cfg.Lease, cfg.Timeout, cfg.Logger, &l.topo) // last: its sweep runs until Close
 	}
-	l.nodes.Store(&nodes)
+	l.topo.nodes.Store(&nodes)
 	if err := l.warm(nodes); err != nil {
 		l.Close()
 		return nil, err
@@ -199,49 +167,9 @@ func (l *Limiter) checkEviction(ctx context.Context, nd *node) {
 	}
 }
 
+// newNode makes the node of n with the Limiter's settings.
 func (l *Limiter) newNode(n Node, owned bool) (*node, error) {
-	st, err := remote.New(n.Client, remote.Config{Prefix: l.cfg.Prefix})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidNode, n.Name, err)
-	}
-	br, err := l.newBreaker(n.Name)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidNode, n.Name, err)
-	}
-	conc := st.Concurrency() // with batching off, a round trip per connection
-	if !l.cfg.Batch.Disable {
-		conc = min(conc, l.cfg.Batch.MaxInFlight)
-	}
-	return &node{name: n.Name, client: n.Client, owned: owned, store: st, br: br, conc: conc, sharded: st.Sharded()}, nil
-}
-
-// newBreaker returns a breaker with Config.Breaker's settings.
-func (l *Limiter) newBreaker(name string) (*breaker.Breaker, error) {
-	return breaker.New(name, breaker.Config{
-		ConsecutiveFailures: l.cfg.Breaker.ConsecutiveFailures,
-		FailureRatio:        l.cfg.Breaker.FailureRatio,
-		OpenTimeout:         l.cfg.Breaker.OpenTimeout,
-		HalfOpenProbes:      l.cfg.Breaker.HalfOpenProbes,
-		Logger:              l.cfg.Logger,
-	})
-}
-
-// shardOf returns the breaker of the cluster master that serves key, or nil
-// when nd is not a cluster or the slot map cannot say.
-func (l *Limiter) shardOf(nd *node, key string) *breaker.Breaker {
-	addr, err := nd.store.Shard(key)
-	if err != nil || addr == "" {
-		return nil
-	}
-	if v, ok := nd.shards.Load(addr); ok {
-		return v.(*breaker.Breaker)
-	}
-	br, err := l.newBreaker(nd.name + "/" + addr)
-	if err != nil {
-		return nil
-	}
-	v, _ := nd.shards.LoadOrStore(addr, br)
-	return v.(*breaker.Breaker)
+	return newNode(n, owned, l.cfg.Prefix, nodeConfig{timeout: l.cfg.Timeout, batch: l.cfg.Batch, breaker: l.cfg.Breaker, logger: l.cfg.Logger, workers: &l.workers})
 }
 
 // closeNodes releases what the Limiter holds of nodes: each Store's own
@@ -252,15 +180,6 @@ func closeNodes(nodes map[string]*node) error {
 		errs = append(errs, nd.close())
 	}
 	return errors.Join(errs...)
-}
-
-// close releases the node's Store and, if the Limiter built it, its client.
-func (nd *node) close() error {
-	err := nd.store.Close()
-	if nd.owned {
-		err = errors.Join(err, nd.client.Close())
-	}
-	return err
 }
 
 // Allow decides one unit for key against all the limits at once.
@@ -288,13 +207,12 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	// A lease is spent before the request is validated: it is held only
 	// for limits that were, and spent only by a request with equal limits
 	// and a cost from 1 to the units held, which never exceed a capacity.
-	// A request a lease serves is valid, and validating it (Limit.Spec for
-	// each limit) took a tenth of a lease answer's time.
+	// A request a lease serves is valid, and validating it (remote's
+	// limit checks) took a tenth of a lease answer's time.
 	leasing := l.leases != nil && n >= 1
-	lease := leasing
 	held := false
 	var h uint64 // the key's hash in the lease tables
-	if lease {
+	if leasing {
 		var r Result
 		var served bool
 		h = l.leases.hash(key)
@@ -302,7 +220,6 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 		if served {
 			return l.count(r), nil
 		}
-		lease = !held // a lease is held but dry: ask Redis meanwhile
 	}
 	req, err := remote.NewDecision(key, n, limits...)
 	if err != nil {
@@ -313,20 +230,20 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 			return l.count(r), nil
 		}
 	}
-	nd := l.locate(key)
+	nd := l.topo.locate(key)
 	if nd == nil {
-		return l.fail(nil, ReasonNoNode, nil, key, n, limits), nil
+		return l.count(l.failure(opDecide, nil, answer{why: ReasonNoNode}, key, n, limits)), nil
 	}
 	// Nothing would be sent past an open breaker (on a Cluster, that of
 	// the key's master: the others may be healthy), so do not queue.
-	shard, open := l.breakerFor(nd, key)
+	shard, open := nd.breakerFor(key)
 	if open {
-		return l.fail(nd, ReasonBreakerOpen, nil, key, n, limits), nil
+		return l.count(l.failure(opDecide, nd, answer{why: ReasonBreakerOpen}, key, n, limits)), nil
 	}
-	deadline := l.deadline(ctx, time.Now())
-	if lease {
+	deadline := deadlineOf(ctx, time.Now(), l.cfg.Timeout)
+	if leasing && !held {
 		if rate := l.leases.demandOf(h); l.leases.hot(rate, limits) {
-			r, st, why, err := l.leases.take(ctx, deadline, nd, req, rate)
+			r, st, a := l.leases.take(ctx, deadline, nd, req, rate)
 			switch st {
 			case taken:
 				if !r.Allowed && l.deny != nil {
@@ -336,15 +253,15 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 			case takeFailed:
 				// The budget is the call's, not the lease's: no second
 				// round trip after a failed one.
-				return l.fail(nd, why, err, key, n, limits), nil
+				return l.count(l.failure(opDecide, nd, a, key, n, limits)), nil
 			}
 		}
 	}
-	out, ok, why, err := l.askShard(ctx, nd, req, deadline, shard)
-	if !ok {
-		return l.fail(nd, why, err, key, n, limits), nil
+	a := nd.ask(ctx, req, deadline, shard)
+	if !a.ok {
+		return l.count(l.failure(opDecide, nd, a, key, n, limits)), nil
 	}
-	r := result(out.Decision, limits, out.Binding, SourceRemote)
+	r := result(a.out.Decision, limits, a.out.Binding, SourceRemote)
 	if r.Allowed {
 		r.Granted = n
 	}
@@ -359,11 +276,11 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 	}
 	if held {
 		// Redis counts the units this instance's lease holds as spent;
-		// they are the caller's budget still.
-		// Of Redis's two answers, the request's and the lease's last
-		// batch's, the later has the smaller remaining (but for what
-		// refilled between them): a batch run after the request in the
-		// same round trip is held here now, and must not count twice.
+		// they are the caller's budget still. Of Redis's two answers,
+		// the request's and the lease's last batch's, the later has the
+		// smaller remaining (but for what refilled between them): a
+		// batch run after the request in the same round trip is held
+		// here now, and must not count twice.
 		units, batch := l.leases.holding(key, limits, r.Binding)
 		base := r.Remaining
 		if batch >= 0 {
@@ -406,18 +323,6 @@ func (l *Limiter) count(r Result) Result {
 	return r
 }
 
-// locate returns the node that owns key, or nil.
-func (l *Limiter) locate(key string) *node {
-	name, ok := l.ring.Locate(key)
-	if !ok {
-		return nil
-	}
-	return (*l.nodes.Load())[name]
-}
-
-// nodeByName returns the node called name, or nil.
-func (l *Limiter) nodeByName(name string) *node { return (*l.nodes.Load())[name] }
-
 // CheckLimits reports whether a request of n units against limits is one
 // AllowN accepts, with the error AllowN would return: an error wrapping
 // ErrInvalidLimit for no limits, more than MaxLimits, an invalid limit or
@@ -426,26 +331,60 @@ func (l *Limiter) nodeByName(name string) *node { return (*l.nodes.Load())[name]
 // validate configuration before any request is made.
 func CheckLimits(n int64, limits ...Limit) error { return remote.CheckLimits(n, limits...) }
 
-// fail answers a request its node (nil: none) could not decide, per the
-// failure mode, and counts why.
-func (l *Limiter) fail(nd *node, why Reason, err error, key string, n int64, limits []Limit) Result {
-	l.note(nd, why, err)
+// failOp is what the failure mode answers for.
+type failOp uint8
+
+const (
+	opDecide failOp = iota // AllowN: n units, all or nothing
+	opAtMost               // AllowAtMost: up to n units
+	opPeek                 // Peek: what AllowN of one unit would answer
+)
+
+// failure answers, per the failure mode, a request that node nd (nil:
+// none) could not decide, for the reason a gives, and counts and logs that
+// reason. The caller counts the Result (Peek's are not counted).
+func (l *Limiter) failure(op failOp, nd *node, a answer, key string, n int64, limits []Limit) Result {
+	if nd == nil {
+		l.noNode.Add(1)
+	} else {
+		nd.note(a.why, a.err)
+	}
 	switch l.cfg.OnFailure {
 	case FailOpen:
-		return l.count(Result{Allowed: true, Granted: n, Limit: limits[0], Source: SourceFailOpen})
+		r := Result{Allowed: true, Limit: limits[0], Source: SourceFailOpen}
+		if op != opPeek {
+			r.Granted = n
+		}
+		return r
 	case FailClosed:
-		return l.count(Result{Limit: limits[0], RetryAfter: l.cfg.Breaker.OpenTimeout, Source: SourceFailClosed})
+		return Result{Limit: limits[0], RetryAfter: l.cfg.Breaker.OpenTimeout, Source: SourceFailClosed}
 	}
-	d, b, err := l.fallback.AllowAt(key, time.Now(), n, l.scaled(limits)...)
+	scaled := l.scaled(limits)
+	var d limit.Decision
+	var b int
+	var granted int64
+	var err error
+	switch op {
+	case opDecide:
+		d, b, err = l.fallback.AllowAt(key, time.Now(), n, scaled...)
+		granted = n
+	case opAtMost:
+		granted, d, b, err = l.fallback.LeaseAt(key, time.Now(), n, scaled...)
+	case opPeek:
+		d, b, err = l.fallback.Peek(key, scaled...)
+	}
 	if err != nil {
 		// The share is smaller than the cost: deny for a period.
-		return l.count(Result{Limit: limits[0], RetryAfter: limits[0].Period, Source: SourceFallback})
+		return Result{Limit: limits[0], RetryAfter: limits[0].Period, Source: SourceFallback}
 	}
 	r := result(d, limits, b, SourceFallback)
-	if r.Allowed {
+	switch {
+	case op == opAtMost:
+		r.Granted, r.Allowed = granted, granted > 0
+	case op == opDecide && r.Allowed:
 		r.Granted = n
 	}
-	return l.count(r)
+	return r
 }
 
 // share scales a limit's rate and burst, never below 1.
@@ -513,7 +452,7 @@ func (l *Limiter) AddNode(n Node) error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	old := *l.nodes.Load()
+	old := *l.topo.nodes.Load()
 	if n.Name == "" || n.Client == nil {
 		return fmt.Errorf("%w: name %q, client %v", ErrInvalidNode, n.Name, n.Client)
 	}
@@ -529,9 +468,9 @@ func (l *Limiter) AddNode(n Node) error {
 	}
 	next := maps.Clone(old)
 	next[n.Name] = nd
-	l.nodes.Store(&next) // before the ring routes to it
-	if err := l.ring.Add(n.Name); err != nil {
-		l.nodes.Store(&old)
+	l.topo.nodes.Store(&next) // before the ring routes to it
+	if err := l.topo.ring.Add(n.Name); err != nil {
+		l.topo.nodes.Store(&old)
 		return fmt.Errorf("%w: %w", ErrInvalidNode, err)
 	}
 	if l.leases != nil {
@@ -550,17 +489,17 @@ func (l *Limiter) RemoveNode(name string) error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	old := *l.nodes.Load()
+	old := *l.topo.nodes.Load()
 	nd, ok := old[name]
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownNode, name)
 	}
-	if err := l.ring.Remove(name); err != nil {
+	if err := l.topo.ring.Remove(name); err != nil {
 		return fmt.Errorf("%w: %w", ErrUnknownNode, err)
 	}
 	next := maps.Clone(old)
 	delete(next, name)
-	l.nodes.Store(&next)
+	l.topo.nodes.Store(&next)
 	if l.leases != nil {
 		l.leases.rehome()
 	}
@@ -595,7 +534,7 @@ func (l *Limiter) Close() error {
 	}
 	// No round trip starts from now on; those in flight end within
 	// Timeout, before the clients close.
-	for _, nd := range *l.nodes.Load() {
+	for _, nd := range *l.topo.nodes.Load() {
 		nd.batch.close()
 	}
 	for _, nd := range l.retired {
@@ -607,6 +546,6 @@ func (l *Limiter) Close() error {
 		l.retireTimers[i].Stop()
 		errs = append(errs, l.closeRetired(nd))
 	}
-	errs = append(errs, closeNodes(*l.nodes.Load()))
+	errs = append(errs, closeNodes(*l.topo.nodes.Load()))
 	return errors.Join(errs...)
 }

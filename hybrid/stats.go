@@ -102,8 +102,8 @@ func (l *Limiter) Stats() Stats {
 		s.LeaseUnits = l.leases.outstanding()
 		s.LeaseUnitsLost = l.leases.lost.Load()
 	}
-	nodes := *l.nodes.Load()
-	for _, name := range l.ring.Members() {
+	nodes := *l.topo.nodes.Load()
+	for _, name := range l.topo.ring.Members() {
 		nd := nodes[name]
 		if nd == nil {
 			continue

@@ -72,7 +72,7 @@ func newToxicClusterPool(t *testing.T, cfg Config, pool int) *toxicCluster {
 	c.keys = make([][]string, len(c.srv))
 	for i := 0; ; i++ {
 		k := "toxic:" + strconv.Itoa(i)
-		name, _ := lim.ring.Locate(k)
+		name, _ := lim.topo.ring.Locate(k)
 		j := slices.Index(c.names, name)
 		if len(c.keys[j]) < 64 {
 			c.keys[j] = append(c.keys[j], k)
@@ -340,7 +340,7 @@ func TestCancelledCallerLeavesAtOnce(t *testing.T) {
 	}
 	// The round trips in flight grow with the latency, up to conc, and
 	// each has its connection; none is cut by a leaving caller.
-	if max := int64(c.lim.nodeByName(c.names[0]).conc); newConns > max {
+	if max := int64(c.lim.topo.byName(c.names[0]).conc); newConns > max {
 		t.Errorf("%d new connections during the storm, want at most %d", newConns, max)
 	}
 	// A call whose context ended must come back at once: 5 ms plus the
@@ -370,7 +370,7 @@ func TestSickNodeConnectionsBounded(t *testing.T) {
 			got := c.drive(64, d, PerSecond(1_000_000), nil)
 			newConns := c.connections(t, 0) - conns
 			ns := c.nodeStats(0)
-			pool := int64(c.lim.nodeByName(c.names[0]).store.Concurrency())
+			pool := int64(c.lim.topo.byName(c.names[0]).store.Concurrency())
 			bound := pool * int64((d+open-1)/open)
 			t.Logf("%v; breaker opened %d, undecided %v; %d new connections in %v (bound %d: pool %d per OpenTimeout %v)", got, ns.Opened, ns.Undecided, newConns, d, bound, pool, open)
 			if got.errs != 0 {
@@ -394,10 +394,10 @@ func TestSickNodeConnectionsBounded(t *testing.T) {
 func TestStatsChangesNothing(t *testing.T) {
 	c := newToxicCluster(t, Config{Lease: LeaseConfig{Disable: true}, Breaker: BreakerConfig{OpenTimeout: 100 * time.Millisecond}})
 	c.px[0].Disable()
-	for i := 0; i < 20 && !c.lim.nodeByName(c.names[0]).br.Open(); i++ {
+	for i := 0; i < 20 && !c.lim.topo.byName(c.names[0]).br.Open(); i++ {
 		c.lim.Allow(context.Background(), c.keys[0][i], PerSecond(10))
 	}
-	br := c.lim.nodeByName(c.names[0]).br
+	br := c.lim.topo.byName(c.names[0]).br
 	if !br.Open() {
 		t.Fatal("the breaker of a node refusing connections did not open")
 	}
@@ -420,7 +420,7 @@ func TestStatsChangesNothing(t *testing.T) {
 func TestLostReplyNotRerun(t *testing.T) {
 	c := newToxicCluster(t, Config{Lease: LeaseConfig{Disable: true}, DenyCache: DenyCacheConfig{Disable: true}})
 	rdb := c.srv[0].Client(t)
-	nd := c.lim.nodeByName(c.names[0])
+	nd := c.lim.topo.byName(c.names[0])
 	before, calls := evalshaCalls(t, rdb), nd.calls.Load()
 	c.px[0].Add(t, "timeout", toxitest.Downstream, map[string]any{"timeout": 0})
 	for i := range 10 {
@@ -468,7 +468,7 @@ func TestStartWithSickNodes(t *testing.T) {
 	seen := map[string]bool{}
 	for i := 0; len(seen) < 3 && i < 10_000; i++ {
 		k := fmt.Sprintf("start:%d", i)
-		name, _ := lim.ring.Locate(k)
+		name, _ := lim.topo.ring.Locate(k)
 		t1 := time.Now()
 		r, err := lim.Allow(context.Background(), k, PerMinute(10))
 		el := time.Since(t1)

@@ -9,9 +9,10 @@ import (
 
 // Request is one validated request for a key against its limits: a
 // decision of N units, all or nothing (NewDecision), or a lease of up to N
-// units, as many as every limit admits now (NewLease). Every Store method
-// takes a Request, so input is validated once, where the Request is built;
-// the zero Request is refused by them all.
+// units, as many as every limit admits now (NewLease). The Store's
+// methods that decide, give back, peek, refund or reset take a Request, so
+// input is validated once, where the Request is built; the zero Request is
+// refused by them all.
 type Request struct {
 	key    string
 	n      int64

@@ -330,6 +330,15 @@ func (s *Store) decideCall(reqs []Request) *call {
 	return c
 }
 
+// callOf is the call of one request req (one, a slice holding just it):
+// a lease goes to its own entry point, anything else to decide.
+func (s *Store) callOf(req Request, one []Request) *call {
+	if req.lease {
+		return s.entryCall(entryLease, req, req.n)
+	}
+	return s.decideCall(one)
+}
+
 // entryCall is the call of entry e for req's key and limits, after the
 // arguments head.
 func (s *Store) entryCall(e entry, req Request, head ...any) *call {
@@ -390,11 +399,7 @@ func (s *Store) Decide(ctx context.Context, req Request) (r Result, err error) {
 	if r.Err = req.built(); r.Err != nil {
 		return r, r.Err
 	}
-	c := s.decideCall([]Request{req})
-	if req.lease {
-		c = s.entryCall(entryLease, req, req.n)
-	}
-	vals, err := s.runInts(ctx, c).Result()
+	vals, err := s.runInts(ctx, s.callOf(req, []Request{req})).Result()
 	if err == nil {
 		var n int
 		n, err = parseReply(vals, req, &r)
@@ -514,11 +519,7 @@ func (s *Store) DecidePipeline(ctx context.Context, reqs []Request, out []Result
 	calls := make([]sentCall, 0, len(reqs))
 	for _, i := range runOrder(reqs, out) {
 		r := reqs[i]
-		c := s.decideCall(reqs[i : i+1])
-		if r.lease {
-			c = s.entryCall(entryLease, r, r.n)
-		}
-		calls = append(calls, sentCall{i: i, c: c})
+		calls = append(calls, sentCall{i: i, c: s.callOf(r, reqs[i:i+1])})
 	}
 	if len(calls) == 0 {
 		return nil
