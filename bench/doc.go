@@ -99,9 +99,15 @@
 // ("hlbench:<run id>:s:<i>", one allocation of 25 bytes, about 45 ns
 // more than a key held in memory: BenchmarkKey), the same for both
 // systems, rather than held, as zipf and uniform hold theirs: 10 M keys
-// held take 0.9 s to build and 456 MB of heap. Each goroutine counts its requests per key for
-// admitted/ideal in a map of at most 4096 keys, added to a count per key
-// of the run (4 bytes a key, 40 MB for 10 M) when full.
+// held take 0.9 s to build and 456 MB of heap. For admitted/ideal the
+// run counts the requests per key with an atomic add into a count per key
+// (4 bytes a key, 40 MB for 10 M) and notes when each key's first
+// admission was answered (8 bytes a key).
+//
+// Every goroutine making calls (and every worker of -sweep load) passes a
+// context of its own, derived from the run's, as each request of a server
+// has one: with one context shared by all, every call of both systems
+// selected on the same Done channel, and the callers queued on its lock.
 //
 // -limit replaces the limits of every workload at once: one limit, or
 // several joined by '+' (-limit 100/m+1000/h), every request charged

@@ -165,6 +165,11 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 		wg.Go(func() {
 			t := &tallies[g]
 			p := w.picker(uint64(g) + 1)
+			// A context of its own, as each request of a server has: the
+			// systems select on its Done channel, which all the goroutines
+			// would otherwise share, and queue on its lock.
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
 			for i := 0; i < perG; i++ {
 				if i%16 == 0 {
 					select {

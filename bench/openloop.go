@@ -106,6 +106,10 @@ func record(h *hdrhistogram.Histogram, d time.Duration) {
 	_ = h.RecordValue(min(max(d.Microseconds(), 0), histMaxUs)) // in range: no error
 }
 
+// latencyShards is how many histograms the workers of a step record
+// into.
+const latencyShards = 16
+
 // workerTally is what one worker counted.
 type workerTally struct {
 	decisions, abandoned, admitted, errors int64
@@ -125,7 +129,18 @@ func offer(ctx context.Context, sys system, w workload, c stepConfig) *stepStats
 	// started: none until the dispatcher has stopped.
 	var deadline atomic.Int64
 	deadline.Store(math.MaxInt64)
-	var mu sync.Mutex // guards st.latency
+	// The workers record latencies into latencyShards histograms, a lock
+	// each, merged into st.latency at the end: with one lock for all, the
+	// 2,048 workers of a high step queued on it, and it was the harness's
+	// cost that the client CPU per decision showed.
+	var shards [latencyShards]struct {
+		mu sync.Mutex
+		h  *hdrhistogram.Histogram
+		_  [48]byte
+	}
+	for i := range shards {
+		shards[i].h = newHist()
+	}
 	tallies := make([]workerTally, c.workers)
 	start := time.Now()
 
@@ -134,6 +149,12 @@ func offer(ctx context.Context, sys system, w workload, c stepConfig) *stepStats
 		wg.Go(func() {
 			t := &tallies[g]
 			p := w.picker(uint64(g) + 1)
+			sh := &shards[g%latencyShards]
+			// A context of its own, as each request of a server has: the
+			// systems select on its Done channel, which all the workers
+			// would otherwise share, and queue on its lock.
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
 			for i := 0; ; i++ {
 				due, ok := <-queue
 				if !ok {
@@ -141,16 +162,16 @@ func offer(ctx context.Context, sys system, w workload, c stepConfig) *stepStats
 				}
 				if now := time.Since(start); int64(now) > deadline.Load() {
 					t.abandoned++
-					mu.Lock()
-					record(st.latency, now-due)
-					mu.Unlock()
+					sh.mu.Lock()
+					record(sh.h, now-due)
+					sh.mu.Unlock()
 					continue
 				}
 				allowed, src, err := sys.allow(ctx, g, i, w.keys.key(p.next()), w.limits)
 				end := time.Since(start)
-				mu.Lock()
-				record(st.latency, end-due)
-				mu.Unlock()
+				sh.mu.Lock()
+				record(sh.h, end-due)
+				sh.mu.Unlock()
 				t.decisions++
 				t.last = max(t.last, end)
 				switch {
@@ -186,6 +207,9 @@ func offer(ctx context.Context, sys system, w workload, c stepConfig) *stepStats
 	}()
 	<-done
 	wg.Wait()
+	for i := range shards {
+		st.latency.Merge(shards[i].h)
+	}
 
 	st.elapsed = st.window
 	for i := range tallies {
