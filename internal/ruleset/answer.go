@@ -2,6 +2,7 @@ package ruleset
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
@@ -31,8 +32,22 @@ func (rl *Compiled) Decide(res hybrid.Result) Decision {
 }
 
 // RetrySeconds is a denial's Retry in whole seconds, rounded up, never 0:
-// Retry-After, RetryInfo and the denied RateLimit's t.
+// HTTP's Retry-After and the denied RateLimit's t, which are whole seconds.
 func (d Decision) RetrySeconds() int64 { return max(CeilSeconds(d.Retry), 1) }
+
+// RetryMillis is a denial's Retry in milliseconds, rounded up, never 0:
+// gRPC's RetryInfo and grpc-retry-pushback-ms, which carry the time until
+// the call would pass, not HTTP's whole seconds (1 for a Retry of 300µs on
+// a limit of 1000/s, where RetrySeconds says 1000 times as long).
+func (d Decision) RetryMillis() int64 { return max(ceilMillis(d.Retry), 1) }
+
+// ceilMillis rounds d up to whole milliseconds; 0 for d <= 0.
+func ceilMillis(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d-1)/time.Millisecond) + 1
+}
 
 // CeilSeconds rounds d up to whole seconds; 0 for d <= 0.
 func CeilSeconds(d time.Duration) int64 {
@@ -110,8 +125,9 @@ func (rl *Compiled) RateLimit(res hybrid.Result, d Decision) (string, bool) {
 	return string(v), true
 }
 
-// Detail is the sentence a denial carries: `Too many requests under rule
-// "search"; retry in 3 seconds.`
+// Detail is the sentence an HTTP denial carries, its retry in the whole
+// seconds of Retry-After: `Too many requests under rule "search"; retry
+// in 3 seconds.`
 func (rl *Compiled) Detail(d Decision) string {
 	secs := d.RetrySeconds()
 	unit := " seconds."
@@ -119,4 +135,27 @@ func (rl *Compiled) Detail(d Decision) string {
 		unit = " second."
 	}
 	return "Too many requests under rule " + strconv.Quote(rl.Name) + "; retry in " + strconv.FormatInt(secs, 10) + unit
+}
+
+// DetailMillis is the sentence a gRPC denial carries, its retry in the
+// milliseconds of RetryInfo, written by FormatMillis: `Too many requests
+// under rule "search"; retry in 2ms.`, `...; retry in 1.5s.`
+func (rl *Compiled) DetailMillis(d Decision) string {
+	return "Too many requests under rule " + strconv.Quote(rl.Name) + "; retry in " + FormatMillis(d.RetryMillis()) + "."
+}
+
+// FormatMillis writes ms milliseconds in the unit that reads naturally:
+// milliseconds below a second ("1ms", "999ms"), else seconds with up to
+// three decimals, trailing zeros trimmed ("1s", "1.5s", "12.345s",
+// "1800s"). Unlike time.Duration's String it never mixes units.
+func FormatMillis(ms int64) string {
+	if ms < 1000 {
+		return strconv.FormatInt(ms, 10) + "ms"
+	}
+	s := strconv.FormatInt(ms/1000, 10)
+	if frac := ms % 1000; frac != 0 {
+		f := strconv.FormatInt(1000+frac, 10)[1:] // three digits, leading zeros kept
+		s += "." + strings.TrimRight(f, "0")
+	}
+	return s + "s"
 }
