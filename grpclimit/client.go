@@ -78,7 +78,7 @@ func (s *clientStream) SendMsg(m any) error {
 // Config.FailFast or a shadow rule, else by waiting within ctx's deadline.
 func (i *Interceptor) outgoing(ctx context.Context, method string, rl *rule, key string) error {
 	if i.cfg.FailFast || rl.Shadow {
-		_, err := i.admit(ctx, method, rl, key)
+		_, _, err := i.admit(ctx, method, rl, key) // nothing was sent: no metadata to set
 		return err
 	}
 	return i.wait(ctx, rl, key)

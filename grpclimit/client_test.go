@@ -22,8 +22,8 @@ func clientConn(t *testing.T, srv *testServer, ic *Interceptor) *grpc.ClientConn
 	return dial(t, srv.addr, grpc.WithUnaryInterceptor(ic.UnaryClient()), grpc.WithStreamInterceptor(ic.StreamClient()))
 }
 
-func say(ctx context.Context, conn *grpc.ClientConn) error {
-	return conn.Invoke(ctx, mSay, wrapperspb.String("hi"), new(wrapperspb.StringValue))
+func say(ctx context.Context, conn *grpc.ClientConn, opts ...grpc.CallOption) error {
+	return conn.Invoke(ctx, mSay, wrapperspb.String("hi"), new(wrapperspb.StringValue), opts...)
 }
 
 // TestClientWaits: an outgoing call over its limit waits for admission
@@ -50,9 +50,12 @@ func TestClientWaits(t *testing.T) {
 	if took := time.Since(start); took > 90*time.Millisecond {
 		t.Errorf("refusal took %v, want it at once", took)
 	}
-	ri, qf := details(t, err)
-	if ri.GetRetryDelay().AsDuration() != time.Second || qf.GetViolations()[0].GetSubject() != "all" {
-		t.Errorf("details = %v, %v; want 1s (500 ms rounded up) and subject all", ri, qf)
+	// The details say when, to the millisecond: not HTTP's second.
+	if ms := retryOf(t, err, nil); ms > 500 || ms < 300 {
+		t.Errorf("retry in %dms, want about 500ms", ms)
+	}
+	if _, qf := details(t, err); qf.GetViolations()[0].GetSubject() != "all" {
+		t.Errorf("QuotaFailure = %v, want subject all", qf)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	time.AfterFunc(50*time.Millisecond, cancel)
@@ -111,8 +114,9 @@ func TestClientFailFast(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
 		}
 		if tt.want == codes.ResourceExhausted {
-			if ri, _ := details(t, err); ri.GetRetryDelay().AsDuration() != 1800*time.Second {
-				t.Errorf("%s: RetryInfo %v, want 1800s", tt.name, ri)
+			// 2 an hour: the next in 1800 s, less the time since the first.
+			if ms := retryOf(t, err, nil); ms > 1800_000 || ms < 1790_000 {
+				t.Errorf("%s: retry in %dms, want just under 1800s", tt.name, ms)
 			}
 		}
 	}

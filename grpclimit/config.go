@@ -74,7 +74,10 @@ type Config struct {
 
 	// NoHeaders stops the server interceptors from sending the
 	// ratelimit-policy and ratelimit header metadata. Default false: they
-	// are sent.
+	// are sent. A denial without them is a trailers-only response, which
+	// a client's retry policy may retry after the PushbackTrailer's delay;
+	// one with them is not retried (gRFC A6: header metadata commits the
+	// call). The RetryInfo and the PushbackTrailer are sent either way.
 	NoHeaders bool
 	// FailFast makes the client interceptors refuse a call over its limit
 	// at once, with ResourceExhausted, instead of waiting for admission

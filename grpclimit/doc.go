@@ -53,14 +53,21 @@
 //
 // # Answers
 //
-// A denied call fails with codes.ResourceExhausted; its status carries a
-// google.rpc.RetryInfo (the retry delay in whole seconds, rounded up,
-// never 0) and a google.rpc.QuotaFailure (the rule, the binding limit's
-// policy name and rate, what the call was keyed by), which a client reads
-// with status.FromError and Details. Allowed and denied calls carry the
-// ratelimit-policy and ratelimit header metadata, with the values of
-// httplimit's RateLimit-Policy and RateLimit fields. A LeakyBucket rule
-// holds a call for its Delay, up to the rule's MaxDelay.
+// A denied call fails with codes.ResourceExhausted and a message that
+// says when to retry ("retry in 2ms", "retry in 1.5s"); its status carries
+// a google.rpc.RetryInfo (the time until the call would pass, rounded up
+// to the millisecond, never 0) and a google.rpc.QuotaFailure (the rule,
+// the binding limit's policy name and rate, what the call was keyed by),
+// which a client reads with status.FromError and Details. The same delay
+// goes in the grpc-retry-pushback-ms trailer (PushbackTrailer, gRFC A6) as
+// integer milliseconds: a client whose retry policy covers
+// RESOURCE_EXHAUSTED waits that long, instead of its backoff, before it
+// retries, but only a call that received no header metadata
+// (Config.NoHeaders); gRFC A6 does not retry a call once headers arrived.
+// Allowed and denied calls carry the ratelimit-policy and ratelimit header
+// metadata, with the values of httplimit's RateLimit-Policy and RateLimit
+// fields, whose times are whole seconds. A LeakyBucket rule holds a call
+// for its Delay, up to the rule's MaxDelay.
 //
 // Stats counts outcomes per rule and reloads; package promlimit exports
 // them to Prometheus.

@@ -18,7 +18,8 @@ import (
 //     meanwhile fails with its context's status (Canceled,
 //     DeadlineExceeded) and its place is given back;
 //   - denied: ResourceExhausted, with RetryInfo and QuotaFailure details
-//     (see the package doc) and the header metadata;
+//     (see the package doc), the header metadata and the
+//     PushbackTrailer trailer;
 //   - shadow rule: the handler serves it whatever the decision;
 //   - no rule matches, or the Limiter fails (it only does after Close):
 //     the handler serves it unlimited.
@@ -28,11 +29,14 @@ func (i *Interceptor) Unary() grpc.UnaryServerInterceptor {
 		if rl == nil {
 			return handler(ctx, req)
 		}
-		md, err := i.admit(ctx, info.FullMethod, rl, i.serverKey(ctx, rl))
+		md, trailer, err := i.admit(ctx, info.FullMethod, rl, i.serverKey(ctx, rl))
 		if md != nil {
 			// Fails only outside a server (no stream in ctx), or when the
 			// headers are gone: nothing to send then.
 			_ = grpc.SetHeader(ctx, md)
+		}
+		if trailer != nil {
+			_ = grpc.SetTrailer(ctx, trailer) // as SetHeader
 		}
 		if err != nil {
 			return nil, err
@@ -45,8 +49,9 @@ func (i *Interceptor) Unary() grpc.UnaryServerInterceptor {
 // rule of its method when it opens, as Unary decides a call; a refused
 // stream fails before its handler runs. Under a PerMessage rule each
 // message the stream receives is decided too, after it arrives: a refused
-// message fails RecvMsg with ResourceExhausted (the handler usually
-// returns that error, which ends the stream), a LeakyBucket holds it.
+// message fails RecvMsg with ResourceExhausted, the first one setting the
+// stream's PushbackTrailer (the handler usually returns that error, which
+// ends the stream), a LeakyBucket holds it.
 // A stream keeps the rule it opened under.
 func (i *Interceptor) Stream() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
@@ -56,9 +61,12 @@ func (i *Interceptor) Stream() grpc.StreamServerInterceptor {
 			return handler(srv, ss)
 		}
 		key := i.serverKey(ctx, rl)
-		md, err := i.admit(ctx, info.FullMethod, rl, key)
+		md, trailer, err := i.admit(ctx, info.FullMethod, rl, key)
 		if md != nil {
 			_ = ss.SetHeader(md) // as in Unary
+		}
+		if trailer != nil {
+			ss.SetTrailer(trailer)
 		}
 		if err != nil {
 			return err
@@ -77,31 +85,40 @@ type serverStream struct {
 	rl     *rule
 	key    string
 	method string
+	// pushed is set once a refused message has set the trailer: a handler
+	// that goes on receiving must not add a second value, which a client
+	// reads as "do not retry" (gRFC A6).
+	pushed bool
 }
 
 func (s *serverStream) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
-	_, err := s.i.admit(s.Context(), s.method, s.rl, s.key)
+	_, trailer, err := s.i.admit(s.Context(), s.method, s.rl, s.key)
+	if trailer != nil && !s.pushed {
+		s.SetTrailer(trailer)
+		s.pushed = true
+	}
 	return err
 }
 
 // admit decides one unit of a call (its start, or one of its messages)
-// under rl, as a server does. It returns the rate-limit metadata (nil when
-// none applies) and the call's error: a denial, or the end of ctx while
-// the call was held.
-func (i *Interceptor) admit(ctx context.Context, method string, rl *rule, key string) (metadata.MD, error) {
+// under rl, as a server does. It returns the rate-limit header metadata
+// (nil when none applies), the trailer metadata of a denial (its
+// PushbackTrailer; nil otherwise) and the call's error: a denial, or the
+// end of ctx while the call was held.
+func (i *Interceptor) admit(ctx context.Context, method string, rl *rule, key string) (header, trailer metadata.MD, err error) {
 	o := i.eng.Admit(ctx, key, rl, func() []any { return []any{"method", method} })
 	if !o.Enforced {
-		return nil, nil
+		return nil, nil, nil
 	}
-	md := i.header(rl, o)
+	header = i.header(rl, o)
 	switch {
 	case !o.Decision.Allowed:
-		return md, denial(rl, key, o.Result, o.Decision)
+		return header, pushback(o.Decision), denial(rl, key, o.Result, o.Decision)
 	case o.Gone:
-		return md, status.FromContextError(ctx.Err()).Err()
+		return header, nil, status.FromContextError(ctx.Err()).Err()
 	}
-	return md, nil
+	return header, nil, nil
 }

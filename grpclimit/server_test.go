@@ -94,19 +94,18 @@ func TestUnaryDenialAndMetadata(t *testing.T) {
 			t.Errorf("call %d: ratelimit-policy = %q", i+1, got)
 		}
 	}
-	var md metadata.MD
-	_, err := client.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&md))
-	ri, qf := details(t, err)
-	if d := ri.GetRetryDelay().AsDuration(); d != 1800*time.Second {
-		t.Errorf("RetryInfo delay = %v, want 1800s (whole seconds, rounded up)", d)
+	var md, trailer metadata.MD
+	_, err := client.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&md), grpc.Trailer(&trailer))
+	// The next unit in 1800 s less the time since the first call, to the
+	// millisecond (the ratelimit field's t is whole seconds).
+	if ms := retryOf(t, err, trailer); ms > 1800_000 || ms < 1790_000 {
+		t.Errorf("retry in %dms, want just under 1800s", ms)
 	}
+	_, qf := details(t, err)
 	v := qf.GetViolations()[0]
 	if v.GetSubject() != "ip:127.0.0.1" || v.GetQuotaId() != "check" || v.GetQuotaValue() != 2 ||
-		v.GetDescription() != `Too many requests under rule "check"; retry in 1800 seconds.` {
+		!strings.HasPrefix(v.GetDescription(), `Too many requests under rule "check"; retry in 179`) {
 		t.Errorf("violation = %v", v)
-	}
-	if msg := status.Convert(err).Message(); msg != v.GetDescription() {
-		t.Errorf("message = %q, want the description", msg)
 	}
 	if got := strings.Join(md.Get(RateLimitMetadata), ","); got != `"check";r=0;t=1800` {
 		t.Errorf("denied: ratelimit = %q", got)
@@ -192,9 +191,12 @@ func TestStreamPerMessage(t *testing.T) {
 			t.Fatalf("message %d: %v, want its echo", i+1, err)
 		}
 		if i == 3 {
-			ri, qf := details(t, err)
-			if ri.GetRetryDelay().AsDuration() <= 0 || qf.GetViolations()[0].GetQuotaId() != "chat" {
-				t.Errorf("details = %v, %v", ri, qf)
+			// 4 an hour: the opening's unit is back in 900 s.
+			if ms := retryOf(t, err, stream.Trailer()); ms > 900_000 || ms < 890_000 {
+				t.Errorf("retry in %dms, want just under 900s", ms)
+			}
+			if _, qf := details(t, err); qf.GetViolations()[0].GetQuotaId() != "chat" {
+				t.Errorf("QuotaFailure = %v", qf)
 			}
 		}
 	}
@@ -205,12 +207,15 @@ func TestStreamPerMessage(t *testing.T) {
 	if st := ic.Stats().Rules[0]; st.Allowed != 4 || st.Denied != 1 {
 		t.Errorf("Stats = %+v, want 4 allowed (opening and 3 messages), 1 denied", st)
 	}
-	// A new stream is refused when it opens.
+	// A new stream is refused when it opens, with the pushback trailer.
 	stream, err = conn.NewStream(ctx, &echoDesc.Streams[0], mChat)
-	if err == nil {
-		err = stream.RecvMsg(new(wrapperspb.StringValue))
+	if err != nil {
+		t.Fatal(err) // the refusal comes with the first message
 	}
-	details(t, err)
+	err = stream.RecvMsg(new(wrapperspb.StringValue))
+	if ms := retryOf(t, err, stream.Trailer()); ms > 900_000 || ms < 890_000 {
+		t.Errorf("refused opening: retry in %dms, want just under 900s", ms)
+	}
 }
 
 // peerCtx is the context of a call from addr with metadata kv.
@@ -388,8 +393,10 @@ func TestLeakyBucketHolds(t *testing.T) {
 	for _, err := range errs {
 		if err == nil {
 			passed++
-		} else if ri, _ := details(t, err); ri.GetRetryDelay().AsDuration() != time.Second {
-			t.Errorf("RetryInfo = %v, want 1s", ri)
+		} else if ms := retryOf(t, err, nil); ms > 150 {
+			// Refused with a delay of 300 or 400 ms: in 50 or 150 ms it
+			// would be held no more than MaxDelay.
+			t.Errorf("retry in %dms, want at most 150ms", ms)
 		}
 	}
 	// Calls that reach Redis more than 50ms apart find a shorter queue.
@@ -424,9 +431,10 @@ func TestLeakyBucketHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := remaining()
-	_, err := client.Check(ctx, &healthpb.HealthCheckRequest{}) // would be held a minute
-	if ri, _ := details(t, err); ri.GetRetryDelay().AsDuration() != 59*time.Second {
-		t.Errorf("RetryInfo = %v, want 59s", ri)
+	var trailer metadata.MD
+	_, err := client.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Trailer(&trailer)) // would be held a minute
+	if ms := retryOf(t, err, trailer); ms > 59_000 || ms < 58_000 {
+		t.Errorf("retry in %dms, want just under 59s: then it would be held 1s, its MaxDelay", ms)
 	}
 	if after := remaining(); after != before {
 		t.Errorf("queue after a refused call: remaining %d, want %d (its place given back)", after, before)

@@ -1,6 +1,7 @@
 package grpclimit
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +24,9 @@ const (
 	PolicyMetadata = "ratelimit-policy"
 	// RateLimitMetadata describes the binding limit: `"search";r=4;t=12`,
 	// r its remaining units (0 when denied), t the seconds within which no
-	// more than r may be used, or when denied the seconds to wait.
+	// more than r may be used, or when denied the seconds to wait, whole
+	// seconds rounded up as the draft has them (RetryInfo and
+	// PushbackTrailer say it to the millisecond).
 	RateLimitMetadata = "ratelimit"
 )
 
@@ -41,24 +44,41 @@ func (i *Interceptor) header(rl *rule, o ruleset.Outcome) metadata.MD {
 	return md
 }
 
-// denial returns the status of a refused call: ResourceExhausted, the
-// sentence httplimit's 429 body has as its message, and two details:
+// PushbackTrailer is the trailer metadata key of gRFC A6's server
+// pushback, which a denied call carries: the milliseconds until the call
+// would pass, as an integer ("1", "500", "1800000"), RetryInfo's delay. A
+// grpc-go client whose service config has a retry policy for
+// RESOURCE_EXHAUSTED waits that long before its next attempt instead of its
+// backoff; it retries only a response without header metadata, so only
+// with Config.NoHeaders (see the package doc, "Answers").
+const PushbackTrailer = "grpc-retry-pushback-ms"
+
+// pushback returns the trailer metadata of a denial: PushbackTrailer with
+// d's retry in milliseconds.
+func pushback(d ruleset.Decision) metadata.MD {
+	return metadata.MD{PushbackTrailer: {strconv.FormatInt(d.RetryMillis(), 10)}}
+}
+
+// denial returns the status of a refused call: ResourceExhausted, a
+// sentence as its message (`Too many requests under rule "search"; retry
+// in 2ms.`), and two details:
 //
-//   - google.rpc.RetryInfo: the time until the call would pass, in whole
-//     seconds rounded up and never 0 (httplimit's Retry-After);
+//   - google.rpc.RetryInfo: the time until the call would pass, rounded up
+//     to the millisecond and never 0, the value of PushbackTrailer;
 //   - google.rpc.QuotaFailure: one violation whose subject is what the
 //     call was keyed by ("ip:203.0.113.7", "user:alice", "key:<hash>",
 //     "all"), its quota_id the binding limit's policy name ("search",
-//     "search-1"; httplimit's violated-policies) and its quota_value that
-//     limit's rate.
+//     "search-1"; httplimit's violated-policies), its quota_value that
+//     limit's rate and its description the message.
 func denial(rl *rule, key string, res hybrid.Result, d ruleset.Decision) error {
-	st := status.New(codes.ResourceExhausted, rl.Detail(d))
+	detail := rl.DetailMillis(d)
+	st := status.New(codes.ResourceExhausted, detail)
 	b := rl.Binding(res)
 	withDetails, err := st.WithDetails(
-		&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Duration(d.RetrySeconds()) * time.Second)},
+		&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Duration(d.RetryMillis()) * time.Millisecond)},
 		&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
 			Subject:     strings.TrimPrefix(key, rl.KeyPrefix),
-			Description: rl.Detail(d),
+			Description: detail,
 			QuotaId:     rl.Names[b],
 			QuotaValue:  rl.Limits[b].Rate,
 		}}},

@@ -194,7 +194,7 @@ func serveMode(ctx context.Context, o options, stdout io.Writer, logger *slog.Lo
 
 // callMode makes o.n calls of o.method to the server at o.call and prints
 // what each got: its status, the rate-limit metadata, and for a refusal
-// the RetryInfo and QuotaFailure details.
+// the RetryInfo and QuotaFailure details and the pushback trailer.
 func callMode(ctx context.Context, o options, stdout io.Writer, logger *slog.Logger) error {
 	dial := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	var out *grpclimit.Interceptor
@@ -231,8 +231,8 @@ func callMode(ctx context.Context, o options, stdout io.Writer, logger *slog.Log
 	case "check", "watch", "say":
 		for i := range o.n {
 			start := time.Now()
-			md, err := callOnce(ctx, conn, o.method, o.deadline)
-			report(stdout, fmt.Sprintf("call %d", i+1), md, err, time.Since(start))
+			md, trailer, err := callOnce(ctx, conn, o.method, o.deadline)
+			report(stdout, fmt.Sprintf("call %d", i+1), md, trailer, err, time.Since(start))
 		}
 	case "chat":
 		if err := chat(ctx, conn, o, stdout); err != nil {
@@ -254,26 +254,29 @@ func newLimiter(o options, logger *slog.Logger) (*hybrid.Limiter, error) {
 	return hybrid.New(hybrid.Config{Addrs: splitList(o.redis), Timeout: o.timeout, Logger: logger})
 }
 
-// callOnce makes one call and returns its header metadata.
-func callOnce(ctx context.Context, conn *grpc.ClientConn, method string, deadline time.Duration) (metadata.MD, error) {
+// callOnce makes one call and returns its header and trailer metadata.
+func callOnce(ctx context.Context, conn *grpc.ClientConn, method string, deadline time.Duration) (header, trailer metadata.MD, err error) {
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	var md metadata.MD
 	client := healthpb.NewHealthClient(conn)
 	switch method {
 	case "check":
-		_, err := client.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&md))
-		return md, err
+		_, err = client.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&header), grpc.Trailer(&trailer))
+		return header, trailer, err
 	case "watch":
 		stream, err := client.Watch(ctx, &healthpb.HealthCheckRequest{})
 		if err != nil {
-			return md, err
+			return nil, nil, err
 		}
 		_, err = stream.Recv() // the first status, or the refusal
-		md, _ = stream.Header()
-		return md, err
+		header, _ = stream.Header()
+		if err != nil {
+			trailer = stream.Trailer()
+		}
+		return header, trailer, err
 	default:
-		return md, conn.Invoke(ctx, sayMethod, wrapperspb.String("hi"), new(wrapperspb.StringValue), grpc.Header(&md))
+		err = conn.Invoke(ctx, sayMethod, wrapperspb.String("hi"), new(wrapperspb.StringValue), grpc.Header(&header), grpc.Trailer(&trailer))
+		return header, trailer, err
 	}
 }
 
@@ -285,7 +288,7 @@ func chat(ctx context.Context, conn *grpc.ClientConn, o options, stdout io.Write
 	start := time.Now()
 	stream, err := conn.NewStream(ctx, &echoDesc.Streams[0], chatMethod)
 	if err != nil {
-		report(stdout, "stream", nil, err, time.Since(start))
+		report(stdout, "stream", nil, nil, err, time.Since(start))
 		return nil
 	}
 	for i := range o.n {
@@ -296,11 +299,14 @@ func chat(ctx context.Context, conn *grpc.ClientConn, o options, stdout io.Write
 		if err == nil {
 			err = stream.RecvMsg(new(wrapperspb.StringValue))
 		}
-		var md metadata.MD
+		var md, trailer metadata.MD
 		if i == 0 {
 			md, _ = stream.Header() // the stream's, sent with the first echo
 		}
-		report(stdout, fmt.Sprintf("message %d", i+1), md, err, time.Since(start))
+		if err != nil {
+			trailer = stream.Trailer()
+		}
+		report(stdout, fmt.Sprintf("message %d", i+1), md, trailer, err, time.Since(start))
 		if err != nil {
 			return nil
 		}
@@ -308,8 +314,9 @@ func chat(ctx context.Context, conn *grpc.ClientConn, o options, stdout io.Write
 	return stream.CloseSend()
 }
 
-// report prints one call's outcome.
-func report(w io.Writer, what string, md metadata.MD, err error, took time.Duration) {
+// report prints one call's outcome: its status and ratelimit header
+// metadata; for an error its message, details and pushback trailer.
+func report(w io.Writer, what string, md, trailer metadata.MD, err error, took time.Duration) {
 	st := status.Convert(err)
 	line := fmt.Sprintf("%s: %v", what, st.Code())
 	if v := md.Get(grpclimit.RateLimitMetadata); len(v) > 0 {
@@ -332,6 +339,9 @@ func report(w io.Writer, what string, md metadata.MD, err error, took time.Durat
 				fmt.Fprintf(w, "  google.rpc.QuotaFailure: subject %q quota_id %q quota_value %d\n", v.GetSubject(), v.GetQuotaId(), v.GetQuotaValue())
 			}
 		}
+	}
+	if v := trailer.Get(grpclimit.PushbackTrailer); len(v) > 0 {
+		fmt.Fprintf(w, "  trailer %s: %s\n", grpclimit.PushbackTrailer, strings.Join(v, ", "))
 	}
 }
 

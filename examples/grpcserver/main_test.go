@@ -87,9 +87,10 @@ call 3: OK ratelimit="check";r=2;t=12
 call 4: OK ratelimit="check";r=1;t=12
 call 5: OK ratelimit="check";r=0;t=12
 call 6: ResourceExhausted ratelimit="check";r=0;t=12
-  message: Too many requests under rule "check"; retry in 12 seconds.
+  message: Too many requests under rule "check"; retry in 12s.
   google.rpc.RetryInfo: retry_delay 12s
   google.rpc.QuotaFailure: subject "ip:127.0.0.1" quota_id "check" quota_value 5
+  trailer grpc-retry-pushback-ms: 12000
 `
 	if got != want {
 		t.Errorf("output:\n%s\nwant:\n%s", got, want)
@@ -119,7 +120,8 @@ func TestTrustedProxy(t *testing.T) {
 func TestStreams(t *testing.T) {
 	addr, _ := start(t)
 	got := call(t, "-call", addr, "-method", "watch", "-n", "3")
-	if !strings.Contains(got, `call 2: OK ratelimit="health";r=0;t=30`) || !strings.Contains(got, "call 3: ResourceExhausted") {
+	if !strings.Contains(got, `call 2: OK ratelimit="health";r=0;t=30`) || !strings.Contains(got, "call 3: ResourceExhausted") ||
+		!strings.Contains(got, "trailer grpc-retry-pushback-ms: 30000") {
 		t.Errorf("watch:\n%s", got)
 	}
 	got = call(t, "-call", addr, "-method", "chat", "-n", "2")
@@ -134,11 +136,14 @@ func TestStreams(t *testing.T) {
 func TestClientRules(t *testing.T) {
 	addr, m := start(t)
 	got := call(t, "-call", addr, "-redis", m.Addr(), "-client-rules", "client-rules.yaml", "-fail-fast", "-api-key", "k", "-n", "3")
-	for _, want := range []string{"call 2: OK", "call 3: ResourceExhausted", `rule "partner"; retry in 1 second.`, "retry_delay 1s",
+	for _, want := range []string{"call 2: OK", "call 3: ResourceExhausted", `rule "partner"; retry in 1s.`, "retry_delay 1s",
 		"client rule partner: 2 allowed, 0 after a wait, 1 refused before sending"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
+	}
+	if strings.Contains(got, "trailer") {
+		t.Errorf("a call refused before sending has a trailer:\n%s", got)
 	}
 	// Waiting within the deadline: Redis's clock is pinned, so the refill
 	// never comes and the call is refused at once, past its deadline.
