@@ -114,35 +114,3 @@ type failLog struct {
 	missed atomic.Int64 // answers since the last line
 }
 
-// note counts an answer for why and logs it, at most once per
-// failLogEvery; the caller's cancellations and the answers of an open
-// breaker are not logged.
-func (l *Limiter) note(nd *node, why Reason, err error) {
-	if nd == nil {
-		l.noNode.Add(1)
-		return
-	}
-	nd.undecided[why].Add(1)
-	if why == ReasonCancelled || why == ReasonBreakerOpen {
-		// The caller left; or the breaker is open, which it logged when
-		// it opened: its answers, millions a second while a node is down,
-		// need no clock read and no shared count here.
-		return
-	}
-	n := nd.failLog.missed.Add(1)
-	now := time.Now().UnixNano()
-	next := nd.failLog.next.Load()
-	if now < next || !nd.failLog.next.CompareAndSwap(next, now+int64(failLogEvery)) {
-		return
-	}
-	nd.failLog.missed.Add(-n)
-	attrs := []any{"node", nd.name, "reason", why.String(), "answers", n}
-	if err != nil {
-		attrs = append(attrs, "err", err)
-	}
-	if why == ReasonConfig {
-		l.cfg.Logger.Error("hybrid: node refuses the limiter (password, ACL or TLS); requests answered by the failure mode", attrs...)
-		return
-	}
-	l.cfg.Logger.Warn("hybrid: requests answered by the failure mode", attrs...)
-}
