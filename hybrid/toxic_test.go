@@ -248,7 +248,21 @@ func TestSlowNodeIsNotDead(t *testing.T) {
 			c.drive(64, 200*time.Millisecond, PerSecond(1_000_000), nil) // warm
 			conns := c.connections(t, 0)
 			c.px[0].Latency(t, dir, timeout/2, timeout/10)
-			got := c.drive(64, 2*time.Second, PerSecond(1_000_000), nil)
+			// A reply takes at most 0.6 × Timeout, so a call has 0.4 ×
+			// Timeout of headroom. A stall of the machine longer than
+			// that (GC under -race, 64 callers on 2 cores) times calls
+			// out however the limiter behaves; such a run says nothing
+			// about a slow node and is measured again, at most 3 times
+			// (about 7 s in all). A run without such a stall is judged.
+			headroom := timeout - timeout/2 - timeout/10
+			var got *tally
+			for try := 1; try <= 3; try++ {
+				got = c.drive(64, 2*time.Second, PerSecond(1_000_000), nil)
+				if got.stall < headroom {
+					break
+				}
+				t.Logf("try %d: the machine stalled %v, more than the %v of headroom: %v", try, got.stall, headroom, got)
+			}
 			ns := c.nodeStats(0)
 			newConns := c.connections(t, 0) - conns
 			t.Logf("latency %v ± %v %s: %v; breaker opened %d, %d new connections, undecided %v, in flight %d, latency %v", timeout/2, timeout/10, dir, got, ns.Opened, newConns, ns.Undecided, ns.InFlight, ns.Latency.Counts)
