@@ -33,6 +33,7 @@ import (
 type batcher struct {
 	mu       sync.Mutex
 	inflight int     // round trips in flight (workers, and inline callers)
+	crowded  bool    // the last batch a worker took held more than one request
 	closed   bool    // the Limiter is closing: no worker starts
 	pending  []*call // waiting to be taken, oldest first
 }
@@ -128,13 +129,18 @@ func (nd *node) ask(ctx context.Context, req remote.Request, deadline time.Time,
 		callPool.Put(c)
 		return answer{why: ReasonTransport, err: ErrClosed}
 	}
-	if b.inflight == 0 && !ctxBound {
-		// An idle node, and a caller whose budget is the Timeout: it
-		// makes the round trip itself, with no hand-off, on no context
-		// of its own (its leaving must not cut the connection): a
-		// cancellation is seen when the round trip ends, within the
-		// Timeout. A caller with a deadline of its own queues, and
-		// leaves at it.
+	if b.inflight == 0 && !b.crowded && !ctxBound {
+		// An idle node that has seen no crowd since its last lone round
+		// trip, and a caller whose budget is the Timeout: it makes the
+		// round trip itself, with no hand-off, on no context of its own
+		// (its leaving must not cut the connection): a cancellation is
+		// seen when the round trip ends, within the Timeout. A caller
+		// with a deadline of its own queues, and leaves at it. On a
+		// crowded node the caller queues for a worker instead, so that
+		// the callers that arrive with it share its round trip: inline,
+		// it would go alone and the rest behind it (uniform, 4
+		// Limiters: 0.293 against 0.280 Redis calls a decision, 7 %
+		// fewer decisions a second).
 		b.inflight++
 		b.mu.Unlock()
 		nd.one(c, deadline) // its budget bounds it, fresh: never too late to send
@@ -273,6 +279,7 @@ func (nd *node) worker() {
 			b.mu.Unlock()
 			return
 		}
+		b.crowded = k > 1
 		batch = append(batch[:0], b.pending[:k]...)
 		for _, c := range batch {
 			c.queued = false

@@ -113,4 +113,3 @@ type failLog struct {
 	next   atomic.Int64 // unix ns before which nothing is logged
 	missed atomic.Int64 // answers since the last line
 }
-
