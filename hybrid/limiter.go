@@ -106,6 +106,15 @@ func New(cfg Config) (*Limiter, error) {
 	return l, nil
 }
 
+// NodeOf returns the name of the node that owns key now (as in
+// NodeStats.Name), or "" while the ring has no node. A key's decisions,
+// Peek, Refund and Reset go to that node; AddNode and RemoveNode move about
+// 1/n of the keys.
+func (l *Limiter) NodeOf(key string) string {
+	name, _ := l.topo.ring.Locate(key)
+	return name
+}
+
 // warmTimeout bounds the warm-up of New and AddNode.
 const warmTimeout = time.Second
 

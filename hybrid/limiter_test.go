@@ -3,6 +3,8 @@ package hybrid
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -262,6 +264,9 @@ func TestStats(t *testing.T) {
 		t.Errorf("Stats = %+v, want 30 remote calls over 3 nodes", st)
 	}
 	for _, n := range st.Nodes {
+		if n.Pool <= 0 || n.MaxInFlight < 1 || n.MaxInFlight > n.Pool || n.InFlight != 0 {
+			t.Errorf("node %s: pool %d, max in flight %d, in flight %d; want 1 <= max <= pool, none in flight", n.Name, n.Pool, n.MaxInFlight, n.InFlight)
+		}
 		if n.Degraded || n.Latency.Count != n.Calls || n.Latency.Sum <= 0 || len(n.Latency.Counts) != len(n.Latency.Bounds)+1 {
 			t.Errorf("node %s: degraded %v, latency %+v for %d calls", n.Name, n.Degraded, n.Latency, n.Calls)
 		}
@@ -273,6 +278,42 @@ func TestStats(t *testing.T) {
 	st = lim.Stats()
 	if st.Denied[SourceRemote]+st.Denied[SourceDenyCache] != 2 || st.Decisions[SourceRemote]+st.Decisions[SourceDenyCache] != 33 {
 		t.Errorf("after 1 allowed and 2 denied: decisions %v, denied %v", st.Decisions, st.Denied)
+	}
+}
+
+// TestNodeOf: a key's state is on the node NodeOf names, and on no other;
+// with no node, NodeOf is "".
+func TestNodeOf(t *testing.T) {
+	lim, ms := newMini(t, 3, Config{Lease: LeaseConfig{Disable: true}})
+	byAddr := map[string]*miniredis.Miniredis{}
+	for _, m := range ms {
+		byAddr[m.Addr()] = m
+	}
+	owners := map[string]bool{}
+	for i := range 30 {
+		key := fmt.Sprintf("owner-%02d", i)
+		if _, err := lim.Allow(context.Background(), key, PerMinute(10)); err != nil {
+			t.Fatal(err)
+		}
+		owner := lim.NodeOf(key)
+		owners[owner] = true
+		for addr, m := range byAddr {
+			held := slices.ContainsFunc(m.Keys(), func(k string) bool { return strings.Contains(k, key) })
+			if held != (addr == owner) {
+				t.Errorf("key %q: NodeOf = %q, but node %s holds its state: %v", key, owner, addr, held)
+			}
+		}
+	}
+	if len(owners) != 3 {
+		t.Errorf("30 keys owned by %d nodes, want 3", len(owners))
+	}
+	for _, m := range ms {
+		if err := lim.RemoveNode(m.Addr()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := lim.NodeOf("owner-00"); got != "" {
+		t.Errorf("NodeOf with no node = %q, want \"\"", got)
 	}
 }
 

@@ -56,8 +56,16 @@ type NodeStats struct {
 	// Undecided counts the answers for the node's keys given by the
 	// failure mode, by Reason.
 	Undecided map[Reason]int64
-	// InFlight is the number of round trips to the node in flight now.
-	InFlight int
+	// InFlight is the number of round trips to the node in flight now;
+	// MaxInFlight the most the Limiter keeps in flight at once: the
+	// connections of the node's client (Pool), at most
+	// Batch.MaxInFlight. A node whose latency grows gets more round trips
+	// in flight, each on its own connection, up to MaxInFlight.
+	InFlight, MaxInFlight int
+	// Pool is the number of connections the node's client may open (its
+	// PoolSize): a failed node costs at most Pool new connections per
+	// Breaker.OpenTimeout.
+	Pool int
 	// EvictionPolicy is the node's maxmemory-policy as read when it joined
 	// ("" where CONFIG GET is not allowed or the node was down); MayEvict
 	// is true when a maxmemory is set and the policy is not noeviction:
@@ -128,6 +136,8 @@ func (l *Limiter) Stats() Stats {
 			Latency:        nd.latency.snapshot(),
 			Undecided:      undecided,
 			InFlight:       inflight,
+			MaxInFlight:    nd.conc,
+			Pool:           nd.store.Concurrency(),
 			EvictionPolicy: nd.eviction.Policy,
 			MayEvict:       nd.eviction.MayEvict(),
 			Functions:      nd.store.Functions(),
