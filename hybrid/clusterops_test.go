@@ -227,11 +227,12 @@ func scriptStats(t *testing.T, c *redistest.Cluster) (ran, rejected int64) {
 func clusterOp(t *testing.T, c *redistest.Cluster, name, client string, build func([]string) *redis.ClusterClient,
 	op func(ctx context.Context) (dead string, promoted time.Time, err error)) opReport {
 	t.Helper()
+	const timeout = 200 * time.Millisecond
 	rdb := build(c.Addrs())
 	t.Cleanup(func() { rdb.Close() })
 	lim, err := New(Config{
 		Nodes:   []Node{{Name: "cluster", Client: rdb}},
-		Timeout: 200 * time.Millisecond,
+		Timeout: timeout,
 		// Every request goes to Redis: an exhausted key is denied by
 		// Redis, not by the denial cache, so that an admission beyond
 		// the limit during a move would show.
@@ -278,6 +279,25 @@ func clusterOp(t *testing.T, c *redistest.Cluster, name, client string, build fu
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { o.run(stop); close(done) }()
+	// The longest the machine stalled (a goroutine sleeping 1 ms woke
+	// late) while the load ran: a stall of half the Timeout (other tests'
+	// servers, -race on 2 cores) times round trips out however the
+	// Limiter routes, and opens breakers with no fault of the cluster's.
+	probed := make(chan time.Duration)
+	go func() {
+		var worst time.Duration
+		for {
+			select {
+			case <-stop:
+				probed <- worst
+				return
+			default:
+			}
+			t0 := time.Now()
+			time.Sleep(time.Millisecond)
+			worst = max(worst, time.Since(t0)-time.Millisecond)
+		}
+	}()
 	time.Sleep(300 * time.Millisecond)
 	o.phase.Store(int32(phaseDuring))
 	t0 := time.Now()
@@ -297,6 +317,7 @@ func clusterOp(t *testing.T, c *redistest.Cluster, name, client string, build fu
 	time.Sleep(settle / 2)
 	close(stop)
 	<-done
+	stall := <-probed
 	close(watchStop)
 	<-watchDone
 	elapsed := time.Since(o.start)
@@ -332,12 +353,19 @@ func clusterOp(t *testing.T, c *redistest.Cluster, name, client string, build fu
 		rep.remote = st.Decisions[SourceRemote]
 	}
 	t.Log(rep)
+	// Timeouts during a stall of the machine say nothing of the cluster:
+	// the breaker and failure-mode bounds then hold only where no answer
+	// timed out.
+	stalled := stall >= timeout/2 && st.Undecided[ReasonTimeout] > 0
+	if stalled {
+		t.Logf("the machine stalled up to %v (Timeout %v): breaker openings and failure-mode answers not judged", stall, timeout)
+	}
 
 	if rep.errs != 0 {
 		t.Errorf("%d errors reached callers", rep.errs)
 	}
 	for m, n := range rep.opened {
-		if m != dead {
+		if m != dead && !stalled {
 			t.Errorf("the breaker of master %s, which stayed up, opened %d times", m, n)
 		}
 	}
@@ -349,7 +377,7 @@ func clusterOp(t *testing.T, c *redistest.Cluster, name, client string, build fu
 				fail += n
 			}
 		}
-		if all == 0 || pct(fail, all) > 0.5 {
+		if all == 0 || pct(fail, all) > 0.5 && !stalled {
 			t.Errorf("%d of %d answers during the operation from the failure mode, want <= 0.5%%", fail, all)
 		}
 		// A routing answer (MOVED, ASK, TRYAGAIN) is never an error of
