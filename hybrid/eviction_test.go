@@ -71,7 +71,7 @@ func TestEvictionUnderPressure(t *testing.T) {
 	srv := redistest.Start(t, redistest.WithArgs("--maxmemory-policy", "allkeys-lru"))
 	rdb := srv.Client(t)
 	ctx := context.Background()
-	used := infoInt(t, rdb, "memory", "used_memory")
+	used := redistest.InfoInt(t, rdb, "memory", "used_memory")
 	if err := rdb.ConfigSet(ctx, "maxmemory", fmt.Sprint(used+(2<<20))).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestEvictionUnderPressure(t *testing.T) {
 			rdb.Set(ctx, fmt.Sprintf("ballast:%d:%d", round, i), ballast, 0)
 		}
 	}
-	evicted := infoInt(t, rdb, "stats", "evicted_keys")
+	evicted := redistest.InfoInt(t, rdb, "stats", "evicted_keys")
 	t.Logf("allkeys-lru under pressure: %d PerMinute(10) keys admitted %d in %d rounds (%.1f × the limit), %d keys evicted",
 		keys, admitted, rounds, float64(admitted)/float64(keys*10), evicted)
 	if evicted == 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -385,7 +384,7 @@ func TestTimedOutCallNotRerun(t *testing.T) {
 	if _, err := c.lim.Allow(ctx, keys[1][0], PerHour(100)); err != nil {
 		t.Fatal(err)
 	}
-	before := evalshaCalls(t, rdb)
+	before := redistest.ScriptCalls(t, rdb)
 	if err := c.srv[1].Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -400,32 +399,45 @@ func TestTimedOutCallNotRerun(t *testing.T) {
 	after := before
 	for time.Now().Before(deadline) && after == before {
 		time.Sleep(20 * time.Millisecond)
-		after = evalshaCalls(t, rdb)
+		after = redistest.ScriptCalls(t, rdb)
 	}
 	time.Sleep(200 * time.Millisecond)
-	after = evalshaCalls(t, rdb)
+	after = redistest.ScriptCalls(t, rdb)
 	if after-before != 1 {
 		t.Errorf("scripts ran %d times for one timed-out Allow, want 1", after-before)
 	}
 }
 
-// evalshaCalls counts the scripts and functions the server has run
-// (EVALSHA and FCALL calls).
-func evalshaCalls(t *testing.T, rdb *redis.Client) int64 {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
+// TestStatsChangesNothing: reading Stats does not move an open breaker
+// whose OpenTimeout has passed to half-open (a Prometheus scrape did). The
+// node is a redis-server that was stopped: it refuses connections.
+func TestStatsChangesNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	addr := srv.Addr()
+	lim, err := New(Config{Addrs: []string{addr}, Lease: LeaseConfig{Disable: true}, Breaker: BreakerConfig{OpenTimeout: 100 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var total int64
-	for _, line := range strings.Split(info, "\r\n") {
-		for _, p := range []string{"cmdstat_evalsha:calls=", "cmdstat_fcall:calls="} {
-			if rest, ok := strings.CutPrefix(line, p); ok {
-				var n int64
-				fmt.Sscanf(rest, "%d", &n)
-				total += n
-			}
+	defer lim.Close()
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	br := lim.topo.byName(addr).br
+	for i := 0; i < 20 && !br.Open(); i++ {
+		lim.Allow(context.Background(), fmt.Sprint("stats:", i), PerSecond(10))
+	}
+	if !br.Open() {
+		t.Fatal("the breaker of a node refusing connections did not open")
+	}
+	time.Sleep(150 * time.Millisecond)
+	before := br.Stats()
+	for range 10 {
+		st := lim.Stats()
+		if got := st.Nodes[nodeIndex(st, addr)].Breaker; got != "half-open" {
+			t.Errorf("Stats reports the breaker %q after OpenTimeout, want half-open", got)
 		}
 	}
-	return total
+	if after := br.Stats(); after != before {
+		t.Errorf("Stats changed the breaker: %+v, then %+v", before, after)
+	}
 }

@@ -579,7 +579,7 @@ func TestGiveBacksShareRoundTrips(t *testing.T) {
 		t.Fatalf("%d of %d keys leased, want most", st.Leases, keys)
 	}
 	rdb := srv.Client(t)
-	leased, calls0 := st.Leases, evalshaCalls(t, rdb)
+	leased, calls0 := st.Leases, redistest.ScriptCalls(t, rdb)
 	for deadline := time.Now().Add(5 * time.Second); lim.Stats().Leases > 0 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -587,7 +587,7 @@ func TestGiveBacksShareRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	st = lim.Stats()
-	trips := evalshaCalls(t, rdb) - calls0
+	trips := redistest.ScriptCalls(t, rdb) - calls0
 	if st.LeaseUnitsLost != 0 {
 		t.Fatalf("%d units lost", st.LeaseUnitsLost)
 	}

@@ -1,4 +1,4 @@
-package hybrid
+package faulttest
 
 // TestFaultSuite: the faults on the wire and on the server that real
 // deployments meet, each on one of 3 real redis-server nodes behind
@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/hybridlimit/hybridlimit/hybrid"
+	"github.com/hybridlimit/hybridlimit/internal/redistest"
 	"github.com/hybridlimit/hybridlimit/internal/toxitest"
 )
 
@@ -59,15 +61,15 @@ func TestFaultSuite(t *testing.T) {
 			return func() { c.px[0].Remove(t, n) }
 		}},
 		{name: "latency-0.5x-upstream-batch-off", batchOff: true, sickRemote: 0, inject: func(t *testing.T, c *toxicCluster) func() {
-			n := c.px[0].Latency(t, toxitest.Upstream, c.lim.cfg.Timeout/2, c.lim.cfg.Timeout/10)
+			n := c.px[0].Latency(t, toxitest.Upstream, c.timeout/2, c.timeout/10)
 			return func() { c.px[0].Remove(t, n) }
 		}},
 		{name: "latency-2x-upstream", inject: func(t *testing.T, c *toxicCluster) func() {
-			n := c.px[0].Latency(t, toxitest.Upstream, 2*c.lim.cfg.Timeout, 0)
+			n := c.px[0].Latency(t, toxitest.Upstream, 2*c.timeout, 0)
 			return func() { c.px[0].Remove(t, n) }
 		}},
 		{name: "pool-exhaustion", pool: 2, batchOff: true, sickRemote: 0, inject: func(t *testing.T, c *toxicCluster) func() {
-			n := c.px[0].Latency(t, toxitest.Downstream, c.lim.cfg.Timeout/4, 0)
+			n := c.px[0].Latency(t, toxitest.Downstream, c.timeout/4, 0)
 			return func() { c.px[0].Remove(t, n) }
 		}},
 		{name: "flapping", inject: func(t *testing.T, c *toxicCluster) func() {
@@ -129,7 +131,7 @@ func TestFaultSuite(t *testing.T) {
 		{name: "oom-noeviction", inject: func(t *testing.T, c *toxicCluster) func() {
 			rdb := c.srv[0].Client(t)
 			ctx := context.Background()
-			used := infoInt(t, rdb, "memory", "used_memory")
+			used := redistest.InfoInt(t, rdb, "memory", "used_memory")
 			if err := rdb.ConfigSet(ctx, "maxmemory", fmt.Sprint(used+64<<10)).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +156,7 @@ func TestFaultSuite(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			cfg := Config{Batch: BatchConfig{Disable: sc.batchOff}, Lease: LeaseConfig{HotRate: 100}}
 			c := newToxicClusterPool(t, cfg, sc.pool)
-			timeout, open := c.lim.cfg.Timeout, c.lim.cfg.Breaker.OpenTimeout
+			timeout, open := c.timeout, c.open
 			conns := c.connections(t, 0)
 			start := time.Now()
 			clear := sc.inject(t, c)
@@ -198,7 +200,7 @@ func TestFaultSuite(t *testing.T) {
 			if ns.Breaker != "closed" {
 				t.Errorf("after the fault: the sick node's breaker is %s, want closed", ns.Breaker)
 			}
-			pool := int64(c.lim.topo.byName(c.names[0]).store.Concurrency())
+			pool := int64(c.nodeStats(0).Pool)
 			if bound := pool * int64(during/open+2); newConns > bound {
 				t.Errorf("%d new connections to the sick node in %v, want <= %d (pool %d per OpenTimeout)", newConns, during, bound, pool)
 			}

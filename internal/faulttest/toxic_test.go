@@ -1,4 +1,4 @@
-package hybrid
+package faulttest
 
 // The fault suite on the wire: 3 real redis-server nodes, each behind a
 // toxiproxy proxy run in process, under 64 concurrent callers. Each scenario
@@ -18,10 +18,15 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	. "github.com/hybridlimit/hybridlimit/hybrid"
 	"github.com/hybridlimit/hybridlimit/internal/redistest"
 	"github.com/hybridlimit/hybridlimit/internal/toxitest"
 	"github.com/hybridlimit/hybridlimit/remote"
 )
+
+// warmUp is hybrid's bound on the warm-up of New and AddNode (its
+// warmTimeout): nodes that do not answer by then are left to the breaker.
+const warmUp = time.Second
 
 // toxicCluster is 3 redis-server nodes, a proxy in front of each, and a
 // Limiter over the proxies.
@@ -31,6 +36,9 @@ type toxicCluster struct {
 	lim   *Limiter
 	keys  [][]string // keys the ring routes to each node, by index
 	names []string   // node names (the proxies' addresses), by index
+	// timeout and open are the Limiter's Timeout and
+	// Breaker.OpenTimeout.
+	timeout, open time.Duration
 }
 
 func newToxicCluster(t *testing.T, cfg Config) *toxicCluster {
@@ -68,11 +76,11 @@ func newToxicClusterPool(t *testing.T, cfg Config, pool int) *toxicCluster {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lim.Close() })
-	c.lim = lim
+	c.lim, c.timeout, c.open = lim, cfg.Timeout, cfg.Breaker.OpenTimeout
 	c.keys = make([][]string, len(c.srv))
 	for i := 0; ; i++ {
 		k := "toxic:" + strconv.Itoa(i)
-		name, _ := lim.topo.ring.Locate(k)
+		name := lim.NodeOf(k)
 		j := slices.Index(c.names, name)
 		if len(c.keys[j]) < 64 {
 			c.keys[j] = append(c.keys[j], k)
@@ -87,30 +95,13 @@ func newToxicClusterPool(t *testing.T, cfg Config, pool int) *toxicCluster {
 // connections is the number of connections node i has accepted so far.
 func (c *toxicCluster) connections(t *testing.T, i int) int64 {
 	t.Helper()
-	return infoInt(t, c.srv[i].Client(t), "stats", "total_connections_received")
-}
-
-// infoInt reads one integer field of INFO section.
-func infoInt(t *testing.T, rdb *redis.Client, section, field string) int64 {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), section).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	t.Fatalf("INFO %s has no %s", section, field)
-	return 0
+	return redistest.InfoInt(t, c.srv[i].Client(t), "stats", "total_connections_received")
 }
 
 // tally is what the callers saw, per node.
 type tally struct {
 	calls    [3]int64
-	bySource [3][numSources]int64
+	bySource [3]map[Source]int64
 	slowest  [3]time.Duration
 	admitted [3]int64
 	errs     int64
@@ -126,8 +117,11 @@ func (a *tally) add(b *tally) {
 		a.calls[i] += b.calls[i]
 		a.admitted[i] += b.admitted[i]
 		a.slowest[i] = max(a.slowest[i], b.slowest[i])
-		for s := range numSources {
-			a.bySource[i][s] += b.bySource[i][s]
+		if a.bySource[i] == nil {
+			a.bySource[i] = map[Source]int64{}
+		}
+		for s, n := range b.bySource[i] {
+			a.bySource[i][s] += n
 		}
 	}
 	a.errs += b.errs
@@ -214,6 +208,9 @@ func (c *toxicCluster) drive(workers int, d time.Duration, lim Limit, mkCtx func
 					mine.errs++
 					continue
 				}
+				if mine.bySource[node] == nil {
+					mine.bySource[node] = map[Source]int64{}
+				}
 				mine.bySource[node][r.Source]++
 				mine.slowest[node] = max(mine.slowest[node], el)
 				if r.Allowed {
@@ -234,7 +231,12 @@ func (c *toxicCluster) drive(workers int, d time.Duration, lim Limit, mkCtx func
 // nodeStats returns the stats of node i.
 func (c *toxicCluster) nodeStats(i int) NodeStats {
 	st := c.lim.Stats()
-	return st.Nodes[nodeIndex(st, c.names[i])]
+	for _, ns := range st.Nodes {
+		if ns.Name == c.names[i] {
+			return ns
+		}
+	}
+	panic("no node " + c.names[i])
 }
 
 // TestSlowNodeIsNotDead: a node whose replies come in half the Timeout
@@ -244,7 +246,7 @@ func TestSlowNodeIsNotDead(t *testing.T) {
 	for _, dir := range []toxitest.Direction{toxitest.Downstream, toxitest.Upstream} {
 		t.Run(string(dir), func(t *testing.T) {
 			c := newToxicCluster(t, Config{Lease: LeaseConfig{Disable: true}, DenyCache: DenyCacheConfig{Disable: true}})
-			timeout := c.lim.cfg.Timeout
+			timeout := c.timeout
 			c.drive(64, 200*time.Millisecond, PerSecond(1_000_000), nil) // warm
 			conns := c.connections(t, 0)
 			c.px[0].Latency(t, dir, timeout/2, timeout/10)
@@ -299,7 +301,7 @@ func TestOneBudgetPerCall(t *testing.T) {
 		{
 			t.Run(fmt.Sprintf("latency=%dxTimeout/%s/batch=%v", factor, dir, batch), func(t *testing.T) {
 				c := newToxicCluster(t, Config{Batch: BatchConfig{Disable: !batch}, Lease: LeaseConfig{HotRate: 50}})
-				timeout := c.lim.cfg.Timeout
+				timeout := c.timeout
 				c.drive(64, 200*time.Millisecond, PerSecond(1_000_000), nil)
 				c.px[0].Latency(t, dir, time.Duration(factor)*timeout, 0)
 				got := c.drive(64, 1500*time.Millisecond, PerSecond(1_000_000), nil)
@@ -322,7 +324,7 @@ func TestOneBudgetPerCall(t *testing.T) {
 // against the node nor as a reason to reconnect.
 func TestCancelledCallerLeavesAtOnce(t *testing.T) {
 	c := newToxicCluster(t, Config{Lease: LeaseConfig{Disable: true}, DenyCache: DenyCacheConfig{Disable: true}})
-	timeout := c.lim.cfg.Timeout
+	timeout := c.timeout
 	c.drive(16, 100*time.Millisecond, PerSecond(1_000_000), nil)
 	conns := c.connections(t, 0)
 	c.px[0].Latency(t, toxitest.Downstream, timeout/2, 0)
@@ -354,7 +356,7 @@ func TestCancelledCallerLeavesAtOnce(t *testing.T) {
 	}
 	// The round trips in flight grow with the latency, up to conc, and
 	// each has its connection; none is cut by a leaving caller.
-	if max := int64(c.lim.topo.byName(c.names[0]).conc); newConns > max {
+	if max := int64(c.nodeStats(0).MaxInFlight); newConns > max {
 		t.Errorf("%d new connections during the storm, want at most %d", newConns, max)
 	}
 	// A call whose context ended must come back at once: 5 ms plus the
@@ -376,7 +378,7 @@ func TestSickNodeConnectionsBounded(t *testing.T) {
 	for _, batch := range []bool{true, false} {
 		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) {
 			c := newToxicCluster(t, Config{Batch: BatchConfig{Disable: !batch}, Lease: LeaseConfig{Disable: true}})
-			timeout, open := c.lim.cfg.Timeout, c.lim.cfg.Breaker.OpenTimeout
+			timeout, open := c.timeout, c.open
 			c.drive(64, 100*time.Millisecond, PerSecond(1_000_000), nil)
 			conns := c.connections(t, 0)
 			c.px[0].Latency(t, toxitest.Downstream, 2*timeout, 0)
@@ -384,7 +386,7 @@ func TestSickNodeConnectionsBounded(t *testing.T) {
 			got := c.drive(64, d, PerSecond(1_000_000), nil)
 			newConns := c.connections(t, 0) - conns
 			ns := c.nodeStats(0)
-			pool := int64(c.lim.topo.byName(c.names[0]).store.Concurrency())
+			pool := int64(c.nodeStats(0).Pool)
 			bound := pool * int64((d+open-1)/open)
 			t.Logf("%v; breaker opened %d, undecided %v; %d new connections in %v (bound %d: pool %d per OpenTimeout %v)", got, ns.Opened, ns.Undecided, newConns, d, bound, pool, open)
 			if got.errs != 0 {
@@ -403,39 +405,13 @@ func TestSickNodeConnectionsBounded(t *testing.T) {
 	}
 }
 
-// TestStatsChangesNothing: reading Stats does not move an open breaker
-// whose OpenTimeout has passed to half-open (a Prometheus scrape did).
-func TestStatsChangesNothing(t *testing.T) {
-	c := newToxicCluster(t, Config{Lease: LeaseConfig{Disable: true}, Breaker: BreakerConfig{OpenTimeout: 100 * time.Millisecond}})
-	c.px[0].Disable()
-	for i := 0; i < 20 && !c.lim.topo.byName(c.names[0]).br.Open(); i++ {
-		c.lim.Allow(context.Background(), c.keys[0][i], PerSecond(10))
-	}
-	br := c.lim.topo.byName(c.names[0]).br
-	if !br.Open() {
-		t.Fatal("the breaker of a node refusing connections did not open")
-	}
-	time.Sleep(150 * time.Millisecond)
-	before := br.Stats()
-	for range 10 {
-		st := c.lim.Stats()
-		if got := st.Nodes[nodeIndex(st, c.names[0])].Breaker; got != "half-open" {
-			t.Errorf("Stats reports the breaker %q after OpenTimeout, want half-open", got)
-		}
-	}
-	if after := br.Stats(); after != before {
-		t.Errorf("Stats changed the breaker: %+v, then %+v", before, after)
-	}
-}
-
 // TestLostReplyNotRerun: replies lost on the way back (the script ran) are
 // never followed by a second execution of the same decision: Redis runs
 // exactly one script per round trip the Limiter counts.
 func TestLostReplyNotRerun(t *testing.T) {
 	c := newToxicCluster(t, Config{Lease: LeaseConfig{Disable: true}, DenyCache: DenyCacheConfig{Disable: true}})
 	rdb := c.srv[0].Client(t)
-	nd := c.lim.topo.byName(c.names[0])
-	before, calls := evalshaCalls(t, rdb), nd.calls.Load()
+	before, calls := redistest.ScriptCalls(t, rdb), c.nodeStats(0).Calls
 	c.px[0].Add(t, "timeout", toxitest.Downstream, map[string]any{"timeout": 0})
 	for i := range 10 {
 		r, err := c.lim.Allow(context.Background(), c.keys[0][i], PerHour(100))
@@ -445,7 +421,7 @@ func TestLostReplyNotRerun(t *testing.T) {
 	}
 	c.px[0].Reset()
 	time.Sleep(100 * time.Millisecond)
-	ran, sent := evalshaCalls(t, rdb)-before, nd.calls.Load()-calls
+	ran, sent := redistest.ScriptCalls(t, rdb)-before, c.nodeStats(0).Calls-calls
 	t.Logf("replies lost: %d round trips sent, %d scripts run", sent, ran)
 	// At most one script per round trip: a round trip whose deadline
 	// passed before its command was written (a stall on a loaded machine)
@@ -475,14 +451,14 @@ func TestStartWithSickNodes(t *testing.T) {
 	}
 	defer lim.Close()
 	t.Logf("New with a refused and a black-holed node took %v", took)
-	if took > warmTimeout+250*time.Millisecond {
-		t.Errorf("New took %v, want at most the warm-up bound %v", took, warmTimeout)
+	if took > warmUp+250*time.Millisecond {
+		t.Errorf("New took %v, want at most the warm-up bound %v", took, warmUp)
 	}
 	want := map[string]Source{srv[0].Addr(): SourceRemote, hole.Addr(): SourceFallback, refusedAddr: SourceFallback}
 	seen := map[string]bool{}
 	for i := 0; len(seen) < 3 && i < 10_000; i++ {
 		k := fmt.Sprintf("start:%d", i)
-		name, _ := lim.topo.ring.Locate(k)
+		name := lim.NodeOf(k)
 		t1 := time.Now()
 		r, err := lim.Allow(context.Background(), k, PerMinute(10))
 		el := time.Since(t1)
