@@ -16,7 +16,7 @@ const prSetTimerSlack = 29
 // which must outlive the goroutine: a locked thread exits with its
 // goroutine, and a child process started from that thread with a parent
 // death signal dies with it, as the redis-server nodes that
-// internal/redistest starts (Pdeathsig SIGKILL) did.
+// internal/testkit/redistest starts (Pdeathsig SIGKILL) did.
 func dispatchThread() (release func()) {
 	runtime.LockOSThread()
 	// Best effort: a failure leaves the default slack.

@@ -10,7 +10,7 @@ import (
 
 // TestDispatchKeepsChildrenOfItsThread: the dispatcher's thread outlives
 // it. It once exited with the dispatcher, and a redis-server node that
-// internal/redistest had started from that thread (with Pdeathsig
+// internal/testkit/redistest had started from that thread (with Pdeathsig
 // SIGKILL) was killed in the middle of a -sweep load run. Here a child
 // is started from the thread the dispatcher then runs on.
 func TestDispatchKeepsChildrenOfItsThread(t *testing.T) {

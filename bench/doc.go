@@ -17,7 +17,7 @@
 // # Nodes
 //
 // By default bench starts three Redis nodes on 127.0.0.1 — real
-// redis-server processes on free ports (internal/redistest.Launch) when
+// redis-server processes on free ports (internal/testkit/redistest.Launch) when
 // redis-server is on PATH (or named by REDIS_SERVER_BIN), in-process
 // miniredis servers otherwise — and says which on the first line of its
 // output, for example
@@ -55,7 +55,7 @@
 // *redis.ClusterClient whose options pass through
 // remote.BoundClusterOptions; a breaker per master), redis_rate runs on
 // one cluster client. Alone, -cluster starts an embedded cluster of 3
-// masters and 3 replicas (internal/redistest.LaunchCluster, node timeout
+// masters and 3 replicas (internal/testkit/redistest.LaunchCluster, node timeout
 // 1s). With -nodes, the URLs are seed nodes of one existing cluster and
 // nothing is started: they must be of database 0 and share one user and
 // password and redis:// or rediss://, and one of them must report

@@ -6,7 +6,7 @@ require github.com/hybridlimit/hybridlimit v0.0.0
 
 replace github.com/hybridlimit/hybridlimit => ..
 
-replace github.com/hybridlimit/hybridlimit/internal/toxitest => ../internal/toxitest
+replace github.com/hybridlimit/hybridlimit/internal/testkit/toxitest => ../internal/testkit/toxitest
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.1.2

@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/hybridlimit/hybridlimit/internal/redistest"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 )
 
 // -report runs the standard set, each mode as its own command runs it

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybridlimit/hybridlimit/internal/redistest"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 )
 
 // svgTexts checks that the file at path is well-formed XML with an <svg>

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hybridlimit/hybridlimit/internal/redistest"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 )
 
 // TestTLSFlags runs bench on a redis-server that speaks TLS only with a

@@ -11,7 +11,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/redistest"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 )
 
 // hammer sends workers×perWorker requests for GET /hot from one client

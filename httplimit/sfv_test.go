@@ -10,7 +10,7 @@ import (
 	"github.com/dunglas/httpsfv"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/redistest"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 )
 
 // policyItem and serviceLimit are the fields of draft-11 as an independent

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybridlimit/hybridlimit/internal/redistest"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 )
 
 // syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybridlimit/hybridlimit/internal/redistest"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 )
 
 // heat makes key hot under limits and checks that it is leased.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybridlimit/hybridlimit/internal/redistest"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 )
 
 // TestShortLeasePollsTheBindingLimit: a hot key over a fast limit that also

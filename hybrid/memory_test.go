@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybridlimit/hybridlimit/internal/redistest"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 )
 
 var memFlood = flag.Int("memflood", 50_000, "keys held by the bounds in TestMemoryPlateaus (the figures of docs/deployment.md: 1000000, the defaults)")

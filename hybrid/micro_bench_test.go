@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybridlimit/hybridlimit/internal/redistest"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 )
 
 // Micro-benchmarks of the hot path's parts, in process or on miniredis, so

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybridlimit/hybridlimit/internal/conformance"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/conformance"
 	"github.com/hybridlimit/hybridlimit/limit"
 )
 

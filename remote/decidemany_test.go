@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/hybridlimit/hybridlimit/internal/conformance"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/conformance"
 	"github.com/hybridlimit/hybridlimit/limit"
 )
 

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/internal/algo"
-	"github.com/hybridlimit/hybridlimit/internal/conformance"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/conformance"
 	"github.com/hybridlimit/hybridlimit/internal/limitspec"
 	"github.com/hybridlimit/hybridlimit/limit"
 )

@@ -21,8 +21,8 @@ import (
 	"time"
 
 	. "github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/redistest"
-	"github.com/hybridlimit/hybridlimit/internal/toxitest"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/toxitest"
 )
 
 type faultScenario struct {

@@ -4,5 +4,5 @@
 // (functions, types, methods, struct fields, interface methods, constants
 // and variables, a group's comment counting for each name in it), and that
 // the test command README.md gives is the one .ci/run runs. It has no API;
-// run it with go test ./internal/doccheck/.
+// run it with go test ./internal/testkit/doccheck/.
 package doccheck

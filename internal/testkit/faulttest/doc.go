@@ -1,5 +1,5 @@
 // Package faulttest holds hybrid's fault suite on the wire: 3 real
-// redis-server nodes, each behind toxiproxy run in process (internal/toxitest),
+// redis-server nodes, each behind toxiproxy run in process (internal/testkit/toxitest),
 // under concurrent callers, through hybrid's exported API only.
 //
 // It is a module of its own so that toxiproxy and what it requires

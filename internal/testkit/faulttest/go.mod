@@ -1,10 +1,10 @@
-module github.com/hybridlimit/hybridlimit/internal/faulttest
+module github.com/hybridlimit/hybridlimit/internal/testkit/faulttest
 
 go 1.26.0
 
 require (
 	github.com/hybridlimit/hybridlimit v0.0.0
-	github.com/hybridlimit/hybridlimit/internal/toxitest v0.0.0
+	github.com/hybridlimit/hybridlimit/internal/testkit/toxitest v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.uber.org/goleak v1.3.0
 )
@@ -32,6 +32,6 @@ require (
 )
 
 replace (
-	github.com/hybridlimit/hybridlimit => ../..
-	github.com/hybridlimit/hybridlimit/internal/toxitest => ../toxitest
+	github.com/hybridlimit/hybridlimit => ../../..
+	github.com/hybridlimit/hybridlimit/internal/testkit/toxitest => ../toxitest
 )

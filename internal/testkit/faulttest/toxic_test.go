@@ -19,8 +19,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	. "github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/redistest"
-	"github.com/hybridlimit/hybridlimit/internal/toxitest"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/toxitest"
 	"github.com/hybridlimit/hybridlimit/remote"
 )
 

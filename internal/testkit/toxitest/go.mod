@@ -1,4 +1,4 @@
-module github.com/hybridlimit/hybridlimit/internal/toxitest
+module github.com/hybridlimit/hybridlimit/internal/testkit/toxitest
 
 go 1.26.0
 

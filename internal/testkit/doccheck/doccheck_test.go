@@ -15,10 +15,10 @@ import (
 	"testing"
 )
 
-// moduleRoot is the directory of go.mod, two levels above this package.
+// moduleRoot is the directory of go.mod, three levels above this package.
 func moduleRoot(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
