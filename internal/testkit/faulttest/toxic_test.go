@@ -304,7 +304,18 @@ func TestOneBudgetPerCall(t *testing.T) {
 				timeout := c.timeout
 				c.drive(64, 200*time.Millisecond, PerSecond(1_000_000), nil)
 				c.px[0].Latency(t, dir, time.Duration(factor)*timeout, 0)
-				got := c.drive(64, 1500*time.Millisecond, PerSecond(1_000_000), nil)
+				// A run during which the machine stalled for more than
+				// a quarter of the Timeout is measured again, at most 3
+				// times (about 5 s): such a stall delays callers beyond
+				// what the probe sees of it.
+				var got *tally
+				for try := 1; try <= 3; try++ {
+					got = c.drive(64, 1500*time.Millisecond, PerSecond(1_000_000), nil)
+					if got.stall < timeout/4 {
+						break
+					}
+					t.Logf("try %d: the machine stalled %v: %v", try, got.stall, got)
+				}
 				ns := c.nodeStats(0)
 				t.Logf("%v; breaker opened %d, undecided %v", got, ns.Opened, ns.Undecided)
 				if got.errs != 0 {
