@@ -11,6 +11,7 @@ import (
 	"github.com/hybridlimit/hybridlimit/hybrid"
 	"github.com/hybridlimit/hybridlimit/internal/clientkey"
 	"github.com/hybridlimit/hybridlimit/internal/ruleset"
+	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // Interceptor limits the gRPC calls it intercepts with the rules in force:
@@ -82,41 +83,15 @@ func (i *Interceptor) Watch(ctx context.Context, path string) error {
 	return i.eng.Watch(ctx, path, parse)
 }
 
-// Stats is a snapshot of an Interceptor's counters.
-type Stats struct {
-	// Reloads counts the rule sets put in force after New, by SetRules
-	// or Watch; ReloadErrors those refused as invalid. A file that is
-	// missing is logged but not counted.
-	Reloads, ReloadErrors int64
-	// Rules has one entry per rule in force, in order, Default last.
-	// Counts of a rule are kept across reloads for as long as its name is.
-	Rules []RuleStats
-}
-
-// RuleStats counts one rule's decisions by outcome: one per call, and one
-// per message of a PerMessage rule's streams.
-type RuleStats struct {
-	// Name and Shadow are the rule's.
-	Name   string
-	Shadow bool
-	// Allowed: passed at once. Delayed: passed after a LeakyBucket delay,
-	// or, on a client, after waiting for admission. Denied: refused with
-	// ResourceExhausted, or ended (cancelled, past its deadline) while
-	// held or waiting. ShadowDenied: denied by a shadow rule, and passed.
-	// Errors: the Limiter returned an error (only after its Close), and
-	// the call passed.
-	Allowed, Delayed, Denied, ShadowDenied, Errors int64
-}
+// Stats is a snapshot of the counters, and RuleStats one rule's: the
+// types grpclimit and httplimit share (package rules).
+type (
+	Stats     = rules.Stats
+	RuleStats = rules.RuleStats
+)
 
 // Stats returns a snapshot of the counters.
-func (i *Interceptor) Stats() Stats {
-	st := i.eng.Stats()
-	s := Stats{Reloads: st.Reloads, ReloadErrors: st.ReloadErrors, Rules: make([]RuleStats, len(st.Rules))}
-	for j, r := range st.Rules {
-		s.Rules[j] = RuleStats(r)
-	}
-	return s
-}
+func (i *Interceptor) Stats() Stats { return i.eng.Stats() }
 
 // tier returns the tier of a call.
 func (i *Interceptor) tier(ctx context.Context) string {

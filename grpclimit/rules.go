@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/clientkey"
 	"github.com/hybridlimit/hybridlimit/internal/ruleset"
+	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // DefaultMaxDelay is the longest a LeakyBucket rule holds a call when its
@@ -17,27 +17,17 @@ const DefaultMaxDelay = ruleset.DefaultMaxDelay
 // DefaultRuleName names RuleSet.Default when it has no name.
 const DefaultRuleName = ruleset.DefaultRuleName
 
-// KeySource is a set of the identities a rule keys calls by. A call is
-// keyed by the first one it carries, in the fixed order API key, user,
-// client IP; a call that carries none of them is keyed by its client IP
-// (an outgoing call, which has no client IP, by the rule alone), so that
-// no call escapes a rule by omitting its identity.
-type KeySource uint8
+// KeySource is the set of identities a rule keys clients by: the type
+// httplimit and grpclimit share (package rules). The zero value means all
+// three, KeyAPIKey|KeyUser|KeyIP.
+type KeySource = rules.KeySource
 
+// The sources a rule may key by, in priority order (rules.KeyAPIKey …).
 const (
-	// KeyAPIKey keys by the API key metadata (Config.APIKeyMetadata),
-	// hashed.
-	KeyAPIKey = KeySource(clientkey.APIKey)
-	// KeyUser keys by the user Config.User returns.
-	KeyUser = KeySource(clientkey.User)
-	// KeyIP keys by the client IP (see Config.TrustedProxies), or its
-	// IPv6 prefix (Config.IPv6Prefix).
-	KeyIP = KeySource(clientkey.IP)
+	KeyAPIKey = rules.KeyAPIKey
+	KeyUser   = rules.KeyUser
+	KeyIP     = rules.KeyIP
 )
-
-// String returns the sources in priority order, as in a rules file:
-// "api-key|user|ip" (also for the zero value, which means them all).
-func (k KeySource) String() string { return clientkey.Source(k).String() }
 
 // Rule limits the calls it matches. A call is decided by one rule (see
 // RuleSet), with all the rule's limits charged together.
@@ -109,12 +99,12 @@ func (rs RuleSet) Validate() error {
 }
 
 func (r Rule) shared() ruleset.Rule {
-	return ruleset.Rule{Name: r.Name, Pattern: r.Method, Tier: r.Tier, Key: clientkey.Source(r.Key),
+	return ruleset.Rule{Name: r.Name, Pattern: r.Method, Tier: r.Tier, Key: r.Key,
 		Limits: r.Limits, MaxDelay: r.MaxDelay, Shadow: r.Shadow, PerMessage: r.PerMessage}
 }
 
 func fromShared(r ruleset.Rule) Rule {
-	return Rule{Name: r.Name, Method: r.Pattern, Tier: r.Tier, Key: KeySource(r.Key),
+	return Rule{Name: r.Name, Method: r.Pattern, Tier: r.Tier, Key: r.Key,
 		Limits: r.Limits, MaxDelay: r.MaxDelay, Shadow: r.Shadow, PerMessage: r.PerMessage}
 }
 

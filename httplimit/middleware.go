@@ -9,6 +9,7 @@ import (
 	"github.com/hybridlimit/hybridlimit/hybrid"
 	"github.com/hybridlimit/hybridlimit/internal/clientkey"
 	"github.com/hybridlimit/hybridlimit/internal/ruleset"
+	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // Middleware limits the requests of the handlers it wraps with the rules in
@@ -98,40 +99,15 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 }
 
-// Stats is a snapshot of a Middleware's counters.
-type Stats struct {
-	// Reloads counts the rule sets put in force after New, by SetRules
-	// or Watch; ReloadErrors those refused as invalid (a rules file that
-	// does not parse or validate, or a SetRules error). A file that is
-	// missing is logged but not counted.
-	Reloads, ReloadErrors int64
-	// Rules has one entry per rule in force, in order, Default last.
-	// Counts of a rule are kept across reloads for as long as its name is.
-	Rules []RuleStats
-}
-
-// RuleStats counts one rule's requests by outcome. Each request counts
-// once.
-type RuleStats struct {
-	// Name and Shadow are the rule's.
-	Name   string
-	Shadow bool
-	// Allowed: passed at once. Delayed: passed after a LeakyBucket delay.
-	// Denied: answered 429. ShadowDenied: denied by a shadow rule, and
-	// passed. Errors: the Limiter returned an error (only after its
-	// Close), and the request passed.
-	Allowed, Delayed, Denied, ShadowDenied, Errors int64
-}
+// Stats is a snapshot of the counters, and RuleStats one rule's: the
+// types grpclimit and httplimit share (package rules).
+type (
+	Stats     = rules.Stats
+	RuleStats = rules.RuleStats
+)
 
 // Stats returns a snapshot of the counters.
-func (m *Middleware) Stats() Stats {
-	st := m.eng.Stats()
-	s := Stats{Reloads: st.Reloads, ReloadErrors: st.ReloadErrors, Rules: make([]RuleStats, len(st.Rules))}
-	for i, r := range st.Rules {
-		s.Rules[i] = RuleStats(r)
-	}
-	return s
-}
+func (m *Middleware) Stats() Stats { return m.eng.Stats() }
 
 // Watch puts the rules file at path in force (see ParseRules), then again
 // each time it changes, until ctx ends; it returns nil then, having stopped

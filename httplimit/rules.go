@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/clientkey"
 	"github.com/hybridlimit/hybridlimit/internal/ruleset"
+	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // DefaultMaxDelay is the longest a LeakyBucket rule holds a request when
@@ -18,25 +18,17 @@ const DefaultMaxDelay = ruleset.DefaultMaxDelay
 // DefaultRuleName names RuleSet.Default when it has no name.
 const DefaultRuleName = ruleset.DefaultRuleName
 
-// KeySource is a set of the identities a rule keys requests by. The
-// request is keyed by the first one it carries, in the fixed order API key,
-// user, client IP; a request that carries none of them is keyed by its
-// client IP, so that no request escapes a rule by omitting its identity.
-type KeySource uint8
+// KeySource is the set of identities a rule keys clients by: the type
+// httplimit and grpclimit share (package rules). The zero value means all
+// three, KeyAPIKey|KeyUser|KeyIP.
+type KeySource = rules.KeySource
 
+// The sources a rule may key by, in priority order (rules.KeyAPIKey …).
 const (
-	// KeyAPIKey keys by the API key header (Config.APIKeyHeader), hashed.
-	KeyAPIKey = KeySource(clientkey.APIKey)
-	// KeyUser keys by the user Config.User returns.
-	KeyUser = KeySource(clientkey.User)
-	// KeyIP keys by the client IP (see Config.TrustedProxies), or its
-	// IPv6 prefix (Config.IPv6Prefix).
-	KeyIP = KeySource(clientkey.IP)
+	KeyAPIKey = rules.KeyAPIKey
+	KeyUser   = rules.KeyUser
+	KeyIP     = rules.KeyIP
 )
-
-// String returns the sources in priority order, as in a rules file:
-// "api-key|user|ip" (also for the zero value, which means them all).
-func (k KeySource) String() string { return clientkey.Source(k).String() }
 
 // Rule limits the requests it matches. A request is decided by one rule
 // (see RuleSet), with all the rule's limits charged together.
@@ -111,12 +103,12 @@ func (rs RuleSet) Validate() error {
 
 // shared converts the rule to its ruleset form.
 func (r Rule) shared() ruleset.Rule {
-	return ruleset.Rule{Name: r.Name, Pattern: r.Route, Tier: r.Tier, Key: clientkey.Source(r.Key),
+	return ruleset.Rule{Name: r.Name, Pattern: r.Route, Tier: r.Tier, Key: r.Key,
 		Limits: r.Limits, MaxDelay: r.MaxDelay, Shadow: r.Shadow}
 }
 
 func fromShared(r ruleset.Rule) Rule {
-	return Rule{Name: r.Name, Route: r.Pattern, Tier: r.Tier, Key: KeySource(r.Key),
+	return Rule{Name: r.Name, Route: r.Pattern, Tier: r.Tier, Key: r.Key,
 		Limits: r.Limits, MaxDelay: r.MaxDelay, Shadow: r.Shadow}
 }
 

@@ -6,30 +6,27 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/hybridlimit/hybridlimit/grpclimit"
-	"github.com/hybridlimit/hybridlimit/httplimit"
 	"github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/ruleset"
+	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // DefaultNamespace starts every metric name when Config.Namespace is empty.
 const DefaultNamespace = "hybridlimit"
 
 // HTTPSource is what the Collector reads from an httplimit.Middleware.
+// httplimit.Stats is rules.Stats, so promlimit does not import httplimit.
 type HTTPSource interface {
 	// Stats returns a snapshot of the middleware's counters.
-	Stats() httplimit.Stats
+	Stats() rules.Stats
 }
-
-var _ HTTPSource = (*httplimit.Middleware)(nil)
 
 // GRPCSource is what the Collector reads from a grpclimit.Interceptor.
+// grpclimit.Stats is rules.Stats, so promlimit does not import grpclimit
+// (nor grpc).
 type GRPCSource interface {
 	// Stats returns a snapshot of the interceptors' counters.
-	Stats() grpclimit.Stats
+	Stats() rules.Stats
 }
-
-var _ GRPCSource = (*grpclimit.Interceptor)(nil)
 
 // Config configures a Collector. The zero value of each field means its
 // documented default.
@@ -81,9 +78,8 @@ func (d ruleDescs) describe(ch chan<- *prometheus.Desc) {
 	ch <- d.reloadErrors
 }
 
-// collect emits a middleware's counters; the middlewares' Stats share
-// ruleset.Stats's fields.
-func (d ruleDescs) collect(ch chan<- prometheus.Metric, st ruleset.Stats) {
+// collect emits a middleware's counters.
+func (d ruleDescs) collect(ch chan<- prometheus.Metric, st rules.Stats) {
 	for _, r := range st.Rules {
 		emit(ch, d.requests, prometheus.CounterValue, float64(r.Allowed), r.Name, "allowed")
 		emit(ch, d.requests, prometheus.CounterValue, float64(r.Delayed), r.Name, "delayed")
@@ -93,19 +89,6 @@ func (d ruleDescs) collect(ch chan<- prometheus.Metric, st ruleset.Stats) {
 	}
 	emit(ch, d.reloads, prometheus.CounterValue, float64(st.Reloads))
 	emit(ch, d.reloadErrors, prometheus.CounterValue, float64(st.ReloadErrors))
-}
-
-// ruleStats converts a middleware's Stats to ruleset's.
-func ruleStats[R ~struct {
-	Name                                           string
-	Shadow                                         bool
-	Allowed, Delayed, Denied, ShadowDenied, Errors int64
-}](reloads, reloadErrors int64, rules []R) ruleset.Stats {
-	st := ruleset.Stats{Reloads: reloads, ReloadErrors: reloadErrors, Rules: make([]ruleset.RuleStats, len(rules))}
-	for i, r := range rules {
-		st.Rules[i] = ruleset.RuleStats(r)
-	}
-	return st
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -219,12 +202,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	emit(ch, c.denyKeys, prometheus.GaugeValue, float64(st.DenyCacheKeys))
 
 	if c.http != nil {
-		hs := c.http.Stats()
-		c.httpRules.collect(ch, ruleStats(hs.Reloads, hs.ReloadErrors, hs.Rules))
+		c.httpRules.collect(ch, c.http.Stats())
 	}
 	if c.grpc != nil {
-		gs := c.grpc.Stats()
-		c.grpcRules.collect(ch, ruleStats(gs.Reloads, gs.ReloadErrors, gs.Rules))
+		c.grpcRules.collect(ch, c.grpc.Stats())
 	}
 }
 

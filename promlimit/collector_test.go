@@ -368,3 +368,9 @@ hybridlimit_http_reloads_total 4
 		t.Errorf("%d gRPC metrics without a source", n)
 	}
 }
+
+// The middlewares are sources: their Stats are rules.Stats.
+var (
+	_ HTTPSource = (*httplimit.Middleware)(nil)
+	_ GRPCSource = (*grpclimit.Interceptor)(nil)
+)

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // Defaults of Keys, which the middlewares' Configs document as theirs.
@@ -20,45 +22,16 @@ const (
 // ones with characters other than printable ASCII, are hashed.
 const maxRawUser = 64
 
-// Source is a set of the identities a rule keys requests by. A request is
-// keyed by the first one it carries, in the fixed order API key, user,
-// client IP; one that carries none is keyed by its client IP.
-type Source uint8
+// Source is rules.KeySource: the identities a rule keys requests by.
+type Source = rules.KeySource
 
+// The sources, and All, what the zero Source means.
 const (
-	// APIKey keys by the API key, hashed.
-	APIKey Source = 1 << iota
-	// User keys by the user the caller's function returns.
-	User
-	// IP keys by the client address, or its prefix.
-	IP
-
-	// All is the zero value's meaning: every source.
-	All = APIKey | User | IP
+	APIKey = rules.KeyAPIKey
+	User   = rules.KeyUser
+	IP     = rules.KeyIP
+	All    = APIKey | User | IP
 )
-
-var sourceNames = [...]struct {
-	s    Source
-	name string
-}{{APIKey, "api-key"}, {User, "user"}, {IP, "ip"}}
-
-// String returns the sources in priority order, as in a rules file:
-// "api-key|user|ip" (also for the zero value, which means them all).
-func (k Source) String() string {
-	if k == 0 {
-		k = All
-	}
-	var parts []string
-	for _, n := range sourceNames {
-		if k&n.s != 0 {
-			parts = append(parts, n.name)
-		}
-	}
-	if rest := k &^ All; rest != 0 {
-		parts = append(parts, fmt.Sprintf("KeySource(%#x)", uint8(rest)))
-	}
-	return strings.Join(parts, "|")
-}
 
 // ParseSource parses a rules file's key field: "ip" or ["api-key", "user",
 // "ip"]; nil is the zero Source (all three).
@@ -85,16 +58,11 @@ func ParseSource(v any) (Source, error) {
 	}
 	var k Source
 	for _, s := range names {
-		found := false
-		for _, n := range sourceNames {
-			if n.name == s {
-				k |= n.s
-				found = true
-			}
-		}
-		if !found {
+		src, ok := rules.ParseKeySource(s)
+		if !ok {
 			return 0, fmt.Errorf("key: unknown source %q: want api-key, user or ip", s)
 		}
+		k |= src
 	}
 	return k, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
+	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // Engine is what a middleware decides with: the Limiter, the rules in
@@ -174,26 +175,11 @@ func (e *Engine[M]) Refund(ctx context.Context, key string, rl *Compiled) {
 	}
 }
 
-// Stats is a snapshot of an Engine's counters; the middlewares' Stats
-// types have its fields.
-type Stats struct {
-	// Reloads counts the rule sets put in force after New; ReloadErrors
-	// those refused as invalid.
-	Reloads, ReloadErrors int64
-	// Rules has one entry per rule in force, in order, Default last.
-	Rules []RuleStats
-}
-
-// RuleStats counts one rule's requests by outcome; the middlewares'
-// RuleStats types have its fields, in this order, so that they convert.
-type RuleStats struct {
-	// Name and Shadow are the rule's.
-	Name   string
-	Shadow bool
-	// Allowed, Delayed, Denied, ShadowDenied and Errors count its
-	// requests by outcome (see httplimit.RuleStats).
-	Allowed, Delayed, Denied, ShadowDenied, Errors int64
-}
+// Stats and RuleStats are the middlewares' shared snapshot types.
+type (
+	Stats     = rules.Stats
+	RuleStats = rules.RuleStats
+)
 
 // Stats returns a snapshot of the counters: one entry per rule in force,
 // in order, Default last.
