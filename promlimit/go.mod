@@ -8,21 +8,16 @@ require github.com/hybridlimit/hybridlimit/internal/ruleset v0.0.0 // indirect
 
 require github.com/hybridlimit/hybridlimit/httplimit v0.0.0
 
-require github.com/hybridlimit/hybridlimit/grpclimit v0.0.0
-
 replace github.com/hybridlimit/hybridlimit => ..
 
 replace github.com/hybridlimit/hybridlimit/internal/ruleset => ../internal/ruleset
 
 replace github.com/hybridlimit/hybridlimit/httplimit => ../httplimit
 
-replace github.com/hybridlimit/hybridlimit/grpclimit => ../grpclimit
-
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/prometheus/client_golang v1.25.0
 	go.uber.org/goleak v1.3.0
-	google.golang.org/grpc v1.85.0
 )
 
 require (
@@ -40,9 +35,6 @@ require (
 	github.com/sony/gobreaker/v2 v2.4.0 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
-	golang.org/x/text v0.42.0 // indirect
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
