@@ -1,0 +1,122 @@
+package doccheck
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// libraryRequires are the modules the library's go.mod may require: what
+// limit, local, remote, shard, breaker, hybrid and rules need, what their
+// tests need, and what those require in turn. A service that imports
+// hybrid reads every one of them (a pruned module graph still holds our
+// go.mod's requirements, tests' included), so anything else belongs in a
+// nested module (DESIGN-NOTES, "A workspace of modules").
+var libraryRequires = []string{
+	// the library
+	"github.com/redis/go-redis/v9",
+	"github.com/buraksezer/consistent",
+	"github.com/cespare/xxhash/v2",
+	"github.com/sony/gobreaker/v2",
+	"go.uber.org/atomic", // go-redis's
+	"golang.org/x/sys",   // go-redis's
+	// its tests: a Redis in process, goroutine checks, two oracles
+	"github.com/alicebob/miniredis/v2",
+	"github.com/yuin/gopher-lua", // miniredis's
+	"go.uber.org/goleak",
+	"github.com/go-redis/redis_rate/v10",
+	"golang.org/x/time",
+}
+
+// requires returns the module paths a go.mod file requires.
+func requires(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	block := false
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 0:
+		case f[0] == "require" && len(f) > 1 && f[1] == "(":
+			block = true
+		case block && f[0] == ")":
+			block = false
+		case block:
+			out = append(out, f[0])
+		case f[0] == "require" && len(f) > 2:
+			out = append(out, f[1])
+		}
+	}
+	return out
+}
+
+// TestLibraryRequirements: the library's go.mod requires nothing beyond
+// libraryRequires: no middleware's, bench's or test harness's dependency
+// reaches the module graph of a service that imports only hybrid.
+func TestLibraryRequirements(t *testing.T) {
+	got := requires(t, filepath.Join(moduleRoot(t), "go.mod"))
+	if len(got) == 0 {
+		t.Fatal("go.mod requires nothing: not parsed")
+	}
+	for _, m := range got {
+		if !slices.Contains(libraryRequires, m) {
+			t.Errorf("the library's go.mod requires %s: every service that imports hybrid would read it; put what needs it in a nested module", m)
+		}
+	}
+}
+
+// TestEveryModuleInWorkspace: every go.mod in the repository is a module
+// of go.work, which README's test command and .ci/run test (go list -m),
+// and every module go.work uses has a go.mod.
+func TestEveryModuleInWorkspace(t *testing.T) {
+	root := moduleRoot(t)
+	b, err := os.ReadFile(filepath.Join(root, "go.work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var used []string
+	block := false
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 0:
+		case f[0] == "use" && len(f) > 1 && f[1] == "(":
+			block = true
+		case block && f[0] == ")":
+			block = false
+		case block:
+			used = append(used, filepath.Clean(f[0]))
+		case f[0] == "use" && len(f) > 1:
+			used = append(used, filepath.Clean(f[1]))
+		}
+	}
+	var mods []string
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != root && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
+			return filepath.SkipDir
+		}
+		if d.Name() == "go.mod" {
+			rel, _ := filepath.Rel(root, filepath.Dir(path))
+			mods = append(mods, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(mods)
+	slices.Sort(used)
+	if !slices.Equal(mods, used) {
+		t.Errorf("modules in the tree %v, but go.work uses %v", mods, used)
+	}
+}
