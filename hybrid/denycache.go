@@ -36,25 +36,42 @@ func newDenyCache(maxKeys int) *denyCache {
 // get returns the remembered denial for the request, with its RetryAfter
 // and ResetAfter counted down, or ok false.
 func (c *denyCache) get(key string, n int64, limits []Limit) (Result, bool) {
+	d, now := c.find(key, limits)
+	if d == nil || n < d.cost {
+		return Result{}, false
+	}
+	return d.answer(now), true
+}
+
+// find returns the live denial remembered for key under limits, and the
+// time it was looked up at, or nil. A request for key with those limits
+// and at least its cost is denied (answer).
+func (c *denyCache) find(key string, limits []Limit) (*denial, time.Duration) {
 	if c.n.Load() == 0 {
 		// Nothing denied lately: no lookup.
-		return Result{}, false
+		return nil, 0
 	}
 	v, ok := c.m.Load(key)
 	if !ok {
-		return Result{}, false
+		return nil, 0
 	}
 	d := v.(*denial)
 	now := time.Since(c.base)
-	if n < d.cost || now >= d.until || !slices.Equal(d.limits, limits) {
-		return Result{}, false // an expired denial stays until replaced or evicted
+	if now >= d.until || !slices.Equal(d.limits, limits) {
+		return nil, 0 // an expired denial stays until replaced or evicted
 	}
+	return d, now
+}
+
+// answer is the denial as Redis would give it at now (since the cache's
+// base): its RetryAfter and ResetAfter counted down.
+func (d *denial) answer(now time.Duration) Result {
 	r := d.res
 	elapsed := r.RetryAfter - (d.until - now)
 	r.RetryAfter -= elapsed
 	r.ResetAfter = max(r.ResetAfter-elapsed, r.RetryAfter)
 	r.Source = SourceDenyCache
-	return r, true
+	return r
 }
 
 // put remembers a denial Redis gave for the request.

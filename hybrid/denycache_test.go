@@ -84,6 +84,31 @@ func TestDenyCacheMatchesOnlyTheSameRequest(t *testing.T) {
 	}
 }
 
+// TestDenyCacheValidatesWhatItDidNotSee: the cache answers a request equal
+// to the one Redis denied before validating it, but a larger cost is
+// validated first: beyond the capacity it is bad input, an error, not a
+// cached denial.
+func TestDenyCacheValidatesWhatItDidNotSee(t *testing.T) {
+	lim, _ := newMini(t, 1, Config{Lease: LeaseConfig{Disable: true}})
+	ctx := context.Background()
+	l := PerHour(10)
+	if _, err := lim.AllowN(ctx, "k", 10, l); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := lim.AllowN(ctx, "k", 3, l); err != nil || r.Allowed || r.Source != SourceRemote {
+		t.Fatalf("AllowN(3) = %+v, %v; want denied by Redis", r, err)
+	}
+	if r, err := lim.AllowN(ctx, "k", 3, l); err != nil || r.Allowed || r.Source != SourceDenyCache {
+		t.Errorf("AllowN(3) again = %+v, %v; want denied by the cache", r, err)
+	}
+	if r, err := lim.AllowN(ctx, "k", 11, l); err == nil {
+		t.Errorf("AllowN(11) with a capacity of 10 = %+v, nil; want an error", r)
+	}
+	if r, err := lim.AllowN(ctx, "k", 4, l); err != nil || r.Allowed || r.Source != SourceDenyCache {
+		t.Errorf("AllowN(4) = %+v, %v; want denied by the cache", r, err)
+	}
+}
+
 func TestDenyCacheBounded(t *testing.T) {
 	lim, _ := newMini(t, 1, Config{DenyCache: DenyCacheConfig{MaxKeys: 128}})
 	ctx := context.Background()
