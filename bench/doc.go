@@ -364,16 +364,19 @@
 //     errors, p99 and slowest call meanwhile. Both need redis-cli
 //     (Debian's redis-tools);
 //
-// slow and flap act through a TCP proxy on a loopback port in front of
-// the victim (bench/proxy.go): every instance's client for that node dials
-// the proxy from the start of the run (the node keeps its name, so keys
-// are placed as without it); the other nodes are dialled directly. The
-// proxy delays replies in order (a chunk never overtakes the one before)
-// and passes requests at once; it is stopped when the run ends. It costs
-// the victim something even before the fault: about 40µs per round trip
-// on an idle machine (BenchmarkProxyRoundTrip), and more on a busy one,
-// where each of its goroutines' hops waits for a processor, so that the
-// victim's p99 before the fault is above the others'.
+// slow and flap act through Shopify's toxiproxy, run in process on a
+// loopback port in front of the victim (internal/toxitest, as hybrid's
+// tests use it): every instance's client for that node dials the proxy
+// from the start of the run (the node keeps its name, so keys are placed
+// as without it); the other nodes are dialled directly. slow adds a
+// latency toxic to the replies (a chunk never overtakes the one before;
+// requests pass at once) and removes it at the node's return; flap stops
+// the proxy (connections closed, new ones refused) and starts it again on
+// the same port. The proxy is stopped when the run ends. It costs the
+// victim something even before the fault: about 55µs per round trip on
+// the 2-core VM (BenchmarkRoundTrip in internal/toxitest), more on a busy
+// machine, where each of its goroutines' hops waits for a processor, so
+// that the victim's p99 before the fault is above the others'.
 //
 // It prints a row per -interval (default 1s): decisions/s, then by
 // Source, errors returned to callers (always 0 for hybridlimit, which

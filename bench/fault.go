@@ -20,6 +20,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
+	"github.com/hybridlimit/hybridlimit/internal/toxitest"
 	"github.com/hybridlimit/hybridlimit/shard"
 )
 
@@ -295,15 +296,15 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	victimName := names[victim]
 
 	var via []string
-	var px *proxy
+	var px *toxitest.Proxy
 	if viaProxy(s.fault) {
-		px, err = newProxy(e.cl.opts[victim].Addr, faultSeed)
+		px, err = toxitest.Start(e.cl.opts[victim].Addr)
 		if err != nil {
 			return fmt.Errorf("bench: proxy for %s: %w", victimName, err)
 		}
-		defer px.close() // after the Limiters and their clients
+		defer px.Stop() // after the Limiters and their clients
 		via = make([]string, len(e.cl.names))
-		via[victim] = px.addr()
+		via[victim] = px.Addr()
 	}
 	h, err := newHybrid(e.cl, s.instances, s.leaseFraction, e.log, via)
 	if err != nil {
