@@ -154,8 +154,9 @@
 //
 //   - decisions/s: decisions made by all goroutines over the run's wall
 //     time, failed ones included.
-//   - p50, p99: latency of one decision, from every 8th call, read from a
-//     log-linear histogram (within about 9%).
+//   - p50, p99: latency of one decision, from every 8th call, read from an
+//     HDR histogram (github.com/HdrHistogram/hdrhistogram-go, nanoseconds,
+//     2 significant digits: within 1%), as every latency bench reports.
 //   - redis calls/decision: round trips to Redis per decision. For
 //     hybridlimit, the sum over instances of the change in
 //     Stats().Nodes[].Calls; for redis_rate the Allow calls (one script
@@ -215,8 +216,7 @@
 // from; a call's latency runs from its arrival's due time to its return,
 // so an arrival that waits because every worker is busy counts its wait
 // (no coordinated omission). Latencies are counted in an HDR histogram
-// (github.com/HdrHistogram/hdrhistogram-go, microseconds, 3 significant
-// digits) and read for p50, p99, p99.9 and max.
+// (within 1%, as in the comparison) and read for p50, p99, p99.9 and max.
 //
 // The offered load steps through 5000, 10000, 20000, 30000, 50000, 75000,
 // 100000, 150000, 200000, 300000, 500000, 750000, 1000000, 1500000,
