@@ -72,20 +72,46 @@ type env struct {
 	cpuWarned bool // that the nodes' CPU cannot be read was said
 }
 
+// setup is what a closed-loop result or an open-loop step ran: one
+// workload against one system. Its fields are the first of both JSON
+// forms (doc.go documents them in each).
+type setup struct {
+	Workload      string  `json:"workload"`
+	System        string  `json:"system"`
+	Nodes         string  `json:"nodes"`
+	Algorithm     string  `json:"algorithm"`
+	Limit         string  `json:"limit"`
+	Keys          int     `json:"keys"`
+	Instances     int     `json:"instances"`
+	Concurrency   int     `json:"concurrency"`
+	LeaseFraction float64 `json:"lease_fraction"`
+}
+
+// newSetup describes w run against system with Lease.MaxFraction fraction
+// under e's settings. redis_rate runs as one instance of GCRA without
+// leases whatever they say; the generator alone (sysGenerator) runs no
+// limiter at all.
+func newSetup(e *env, w workload, system string, fraction float64) setup {
+	st := setup{
+		Workload: w.name, System: system, Nodes: e.cl.kind,
+		Algorithm: algorithmName(w.limits[0].Algorithm), Limit: formatLimits(w.limits), Keys: w.keys.len(),
+		Instances: e.s.instances, Concurrency: e.s.concurrency, LeaseFraction: fraction,
+	}
+	switch system {
+	case sysRedisRate:
+		st.Instances, st.Algorithm, st.LeaseFraction = 1, "gcra", 0
+	case sysGenerator:
+		st.Instances, st.Algorithm, st.Limit, st.LeaseFraction = 0, "-", "-", 0
+	}
+	return st
+}
+
 // result is one line of the report: one workload against one system. Its
 // JSON form is documented in doc.go.
 type result struct {
-	Type                  string           `json:"type"`
-	Mode                  string           `json:"mode"`
-	Workload              string           `json:"workload"`
-	System                string           `json:"system"`
-	Nodes                 string           `json:"nodes"`
-	Algorithm             string           `json:"algorithm"`
-	Limit                 string           `json:"limit"`
-	Keys                  int              `json:"keys"`
-	Instances             int              `json:"instances"`
-	Concurrency           int              `json:"concurrency"`
-	LeaseFraction         float64          `json:"lease_fraction"`
+	Type string `json:"type"`
+	Mode string `json:"mode"`
+	setup
 	Decisions             int64            `json:"decisions"`
 	Seconds               float64          `json:"seconds"`
 	DecisionsPerSec       float64          `json:"decisions_per_sec"`
@@ -278,16 +304,7 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	redisOK = redisOK && redis1OK
 	e.prog.add(max(0, min(s.duration, elapsed)-last.Sub(start)))
 
-	res = result{
-		Type: "result", Mode: s.mode, Workload: w.name, System: sysName, Nodes: e.cl.kind,
-		Algorithm: algorithmName(w.limits[0].Algorithm), Limit: formatLimits(w.limits), Keys: w.keys.len(),
-		Instances: s.instances, Concurrency: s.concurrency, LeaseFraction: fraction,
-		Seconds: elapsed.Seconds(), Sources: map[string]int64{},
-	}
-	if sysName == sysRedisRate {
-		res.Instances = 1
-		res.Algorithm = "gcra"
-	}
+	res = result{Type: "result", Mode: s.mode, setup: newSetup(e, w, sysName, fraction), Seconds: elapsed.Seconds(), Sources: map[string]int64{}}
 	lat := newHist()
 	var firstErr error
 	for i := range tallies {

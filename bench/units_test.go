@@ -197,7 +197,7 @@ func TestChartsDegenerateData(t *testing.T) {
 	if err := writeSVG(dir+"/f.svg", faultPlots(rows, sum, marks)...); err != nil {
 		t.Errorf("fault chart of zeros: %v", err)
 	}
-	res := []result{{Workload: "hot", System: sysRedisRate}, {Workload: "hot", System: sysHybrid, LeaseFraction: 0.01}}
+	res := []result{{setup: setup{Workload: "hot", System: sysRedisRate}}, {setup: setup{Workload: "hot", System: sysHybrid, LeaseFraction: 0.01}}}
 	if err := writeSVG(dir+"/s.svg", sweepPlots([]string{"hot"}, res)...); err != nil {
 		t.Errorf("sweep chart of zeros: %v", err)
 	}
