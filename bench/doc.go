@@ -154,8 +154,9 @@
 //
 //   - decisions/s: decisions made by all goroutines over the run's wall
 //     time, failed ones included.
-//   - p50, p99: latency of one decision, from every 8th call, read from a
-//     log-linear histogram (within about 9%).
+//   - p50, p99: latency of one decision, from every 8th call, read from an
+//     HDR histogram (github.com/HdrHistogram/hdrhistogram-go, nanoseconds,
+//     2 significant digits: within 1%), as every latency bench reports.
 //   - redis calls/decision: round trips to Redis per decision. For
 //     hybridlimit, the sum over instances of the change in
 //     Stats().Nodes[].Calls; for redis_rate the Allow calls (one script
@@ -215,8 +216,7 @@
 // from; a call's latency runs from its arrival's due time to its return,
 // so an arrival that waits because every worker is busy counts its wait
 // (no coordinated omission). Latencies are counted in an HDR histogram
-// (github.com/HdrHistogram/hdrhistogram-go, microseconds, 3 significant
-// digits) and read for p50, p99, p99.9 and max.
+// (within 1%, as in the comparison) and read for p50, p99, p99.9 and max.
 //
 // The offered load steps through 5000, 10000, 20000, 30000, 50000, 75000,
 // 100000, 150000, 200000, 300000, 500000, 750000, 1000000, 1500000,
@@ -364,16 +364,19 @@
 //     errors, p99 and slowest call meanwhile. Both need redis-cli
 //     (Debian's redis-tools);
 //
-// slow and flap act through a TCP proxy on a loopback port in front of
-// the victim (bench/proxy.go): every instance's client for that node dials
-// the proxy from the start of the run (the node keeps its name, so keys
-// are placed as without it); the other nodes are dialled directly. The
-// proxy delays replies in order (a chunk never overtakes the one before)
-// and passes requests at once; it is stopped when the run ends. It costs
-// the victim something even before the fault: about 40µs per round trip
-// on an idle machine (BenchmarkProxyRoundTrip), and more on a busy one,
-// where each of its goroutines' hops waits for a processor, so that the
-// victim's p99 before the fault is above the others'.
+// slow and flap act through Shopify's toxiproxy, run in process on a
+// loopback port in front of the victim (internal/testkit/toxitest, as hybrid's
+// tests use it): every instance's client for that node dials the proxy
+// from the start of the run (the node keeps its name, so keys are placed
+// as without it); the other nodes are dialled directly. slow adds a
+// latency toxic to the replies (a chunk never overtakes the one before;
+// requests pass at once) and removes it at the node's return; flap stops
+// the proxy (connections closed, new ones refused) and starts it again on
+// the same port. The proxy is stopped when the run ends. It costs the
+// victim something even before the fault: about 55µs per round trip on
+// the 2-core VM (BenchmarkRoundTrip in internal/testkit/toxitest), more on a busy
+// machine, where each of its goroutines' hops waits for a processor, so
+// that the victim's p99 before the fault is above the others'.
 //
 // It prints a row per -interval (default 1s): decisions/s, then by
 // Source, errors returned to callers (always 0 for hybridlimit, which

@@ -15,11 +15,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redis/go-redis/v9/logging"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/toxitest"
 	"github.com/hybridlimit/hybridlimit/shard"
 )
 
@@ -107,13 +109,32 @@ type faultSummary struct {
 type faultRow struct {
 	decisions, errors int64
 	sources           [numSources]int64
-	latency           hist
-	// Decisions for keys of the victim, by source, and the latency of
-	// those answered by Redis; the latency of the other nodes' answers
-	// from Redis (nil until the first).
-	victim                      int64
-	victimSources               [numSources]int64
-	victimLatency, otherLatency *hist
+	// Decisions for keys of the victim, by source.
+	victim        int64
+	victimSources [numSources]int64
+}
+
+// rowLatency is the latencies of one row of the timeline: of every 8th
+// decision, and of the answers from Redis for the victim's keys and for
+// the other nodes' keys. Each goroutine records into one of its own for
+// the row it counts, and merges it into the row's (under a lock) when it
+// moves on to another row or stops.
+type rowLatency struct {
+	all, victim, others *hdrhistogram.Histogram
+}
+
+func newRowLatency() rowLatency {
+	return rowLatency{all: newHist(), victim: newHist(), others: newHist()}
+}
+
+// moveTo merges l into into and empties l.
+func (l rowLatency) moveTo(into rowLatency) {
+	into.all.Merge(l.all)
+	into.victim.Merge(l.victim)
+	into.others.Merge(l.others)
+	l.all.Reset()
+	l.victim.Reset()
+	l.others.Reset()
 }
 
 // failureMode reports whether src is an answer of the failure mode.
@@ -295,15 +316,15 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	victimName := names[victim]
 
 	var via []string
-	var px *proxy
+	var px *toxitest.Proxy
 	if viaProxy(s.fault) {
-		px, err = newProxy(e.cl.opts[victim].Addr, faultSeed)
+		px, err = toxitest.Start(e.cl.opts[victim].Addr)
 		if err != nil {
 			return fmt.Errorf("bench: proxy for %s: %w", victimName, err)
 		}
-		defer px.close() // after the Limiters and their clients
+		defer px.Stop() // after the Limiters and their clients
 		via = make([]string, len(e.cl.names))
-		via[victim] = px.addr()
+		via[victim] = px.Addr()
 	}
 	h, err := newHybrid(e.cl, s.instances, s.leaseFraction, e.log, via)
 	if err != nil {
@@ -336,6 +357,11 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	backAt := 2 * s.duration / 3
 	nRows := int((s.duration + s.interval - 1) / s.interval)
 	rows := make([][]faultRow, s.concurrency)
+	rowLat := make([]rowLatency, nRows)
+	for r := range rowLat {
+		rowLat[r] = newRowLatency()
+	}
+	var rowLatMu sync.Mutex
 	var cur atomic.Int64 // the row being counted
 	perG := max(1, maxDecisions/s.concurrency)
 	watchNode, watchShard := victimName, ""
@@ -374,6 +400,13 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 			if g%2 == 1 {
 				p = zipfW.picker(uint64(g) + 1)
 			}
+			lat, latRow := newRowLatency(), int64(0)
+			flush := func() {
+				rowLatMu.Lock()
+				lat.moveTo(rowLat[latRow])
+				rowLatMu.Unlock()
+			}
+			defer flush()
 			for i := 0; i < perG; i++ {
 				if i%16 == 0 {
 					select {
@@ -388,7 +421,12 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 					k = p.next()
 					key, ls, mine = zipfW.keys.key(k), zipfLimits, victimZipf[k]
 				}
-				row := &rows[g][cur.Load()]
+				ri := cur.Load()
+				if ri != latRow {
+					flush()
+					latRow = ri
+				}
+				row := &rows[g][ri]
 				lim := h.lims[(g+i)%len(h.lims)]
 				// One call in 8 is timed for p99, and on the Zipf side
 				// every call, so that the latency of the answers from
@@ -401,17 +439,14 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 					r, err = lim.AllowN(ctx, key, 1, ls...)
 					d := time.Since(t0)
 					if sampled {
-						row.latency.add(d)
+						record(lat.all, d)
 					}
 					if err == nil && r.Source == hybrid.SourceRemote {
-						into := &row.otherLatency
 						if mine {
-							into = &row.victimLatency
+							record(lat.victim, d)
+						} else {
+							record(lat.others, d)
 						}
-						if *into == nil {
-							*into = new(hist)
-						}
-						(*into).add(d)
 					}
 				} else {
 					r, err = lim.AllowN(ctx, key, 1, ls...)
@@ -543,7 +578,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 		}
 	}
 	var winVictim, winFailed int64
-	var winLat hist
+	winLat := newHist()
 
 	timeline := make([]second, nRows)
 	for r := range timeline {
@@ -556,7 +591,6 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 		for why, n := range st.reasons {
 			t.VictimReasons[why.String()] = n
 		}
-		var lat, vlat, olat hist
 		for g := range rows {
 			fr := &rows[g][r]
 			t.Decisions += fr.decisions
@@ -575,13 +609,6 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 					t.VictimFailed += n
 				}
 			}
-			lat.merge(&fr.latency)
-			if fr.victimLatency != nil {
-				vlat.merge(fr.victimLatency)
-			}
-			if fr.otherLatency != nil {
-				olat.merge(fr.otherLatency)
-			}
 		}
 		if width > 0 {
 			t.DecisionsPerSec = float64(t.Decisions) / width.Seconds()
@@ -589,9 +616,9 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 		if t.VictimDecisions > 0 {
 			t.VictimFailedPct = 100 * float64(t.VictimFailed) / float64(t.VictimDecisions)
 		}
-		t.P99us = lat.quantile(0.99)
-		t.VictimP99us = vlat.quantile(0.99)
-		t.OthersP99us = olat.quantile(0.99)
+		t.P99us = quantileUs(rowLat[r].all, 99)
+		t.VictimP99us = quantileUs(rowLat[r].victim, 99)
+		t.OthersP99us = quantileUs(rowLat[r].others, 99)
 		for _, ev := range events {
 			if int(ev.at/s.interval) == r || (r == nRows-1 && int(ev.at/s.interval) > r) {
 				t.Events = append(t.Events, ev.label)
@@ -609,13 +636,13 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 		if r >= winFrom && r < winTo {
 			winVictim += t.VictimDecisions
 			winFailed += t.VictimFailed
-			winLat.merge(&vlat)
+			winLat.Merge(rowLat[r].victim)
 		}
 	}
 	if winVictim > 0 {
 		sum.FaultVictimPct = 100 * float64(winFailed) / float64(winVictim)
 	}
-	sum.FaultVictimP99us = winLat.quantile(0.99)
+	sum.FaultVictimP99us = quantileUs(winLat, 99)
 
 	e.prog.finish()
 	if err := printFault(stdout, s.json, timeline, sum); err != nil {

@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/toxitest"
 )
 
-// -fault slow and flap act on the path to the victim, through a proxy
-// (proxy.go) that every instance's clients for that node dial from the
-// start; kill, pause and restart act on the node itself.
+// -fault slow and flap act on the path to the victim, through a
+// toxiproxy run in process (internal/testkit/toxitest) that every instance's
+// clients for that node dial from the start; kill, pause and restart act
+// on the node itself.
 const (
 	// slowFraction of the Limiter's Timeout is the delay -fault slow adds
 	// to each reply of the victim, ± slowJitter of it. bench leaves
@@ -25,8 +27,8 @@ const (
 	// drawn uniformly from [flapMin, flapMax].
 	flapMin = 100 * time.Millisecond
 	flapMax = 300 * time.Millisecond
-	// faultSeed seeds the flap schedule and the jitter of slow, so that
-	// every run draws the same.
+	// faultSeed seeds the flap schedule, so that every run draws the
+	// same. (toxiproxy draws the jitter of slow from its own source.)
 	faultSeed = 10
 )
 
@@ -52,7 +54,7 @@ type event struct {
 // its sleeps end with the run's context.
 type injector struct {
 	cl              *cluster
-	px              *proxy // in front of the victim, for slow and flap; else nil
+	px              *toxitest.Proxy // in front of the victim, for slow and flap; else nil
 	fault           string
 	victim          int
 	name            string // the victim's: a node's name, or on a cluster the master's address
@@ -136,17 +138,21 @@ func (in *injector) run(ctx context.Context) error {
 		return nil
 	case "slow":
 		d := slowDelay()
-		in.px.setDelay(d, slowJitter)
+		toxic, err := in.px.AddLatency(toxitest.Downstream, d, time.Duration(slowJitter*float64(d)))
+		if err != nil {
+			return err
+		}
 		in.record(fmt.Sprintf("slow %s (+%v ± %.0f%% per reply)", name, d, 100*slowJitter), false, false)
 		ok := in.sleepUntil(ctx, in.backAt)
-		in.px.setDelay(0, 0)
+		if err := in.px.RemoveToxic(toxic); err != nil {
+			return err
+		}
 		if ok {
 			in.record("fast again "+name, true, false)
 		}
 		return nil
 	case "flap":
-		in.flap(ctx, name)
-		return nil
+		return in.flap(ctx, name)
 	default:
 		in.record("restart "+name, false, false)
 		if err := cl.restart(context.WithoutCancel(ctx), i); err != nil {
@@ -159,8 +165,10 @@ func (in *injector) run(ctx context.Context) error {
 
 // flap takes the path to the victim down and up, each state lasting
 // [flapMin, flapMax] (seeded), from faultAt until backAt, then leaves it
-// up. The loop is bounded by the window's length over flapMin.
-func (in *injector) flap(ctx context.Context, name string) {
+// up. Down, the proxy stops listening and closes every connection through
+// it: the node's clients see their connections closed and new ones
+// refused. The loop is bounded by the window's length over flapMin.
+func (in *injector) flap(ctx context.Context, name string) error {
 	rng := rand.New(rand.NewPCG(faultSeed, 1))
 	draw := func() time.Duration { return flapMin + time.Duration(rng.Int64N(int64(flapMax-flapMin)+1)) }
 	at := in.faultAt
@@ -169,7 +177,11 @@ func (in *injector) flap(ctx context.Context, name string) {
 	ok := true
 	for n := 0; n < maxStates && at < in.backAt && ok; n++ {
 		down = !down
-		in.px.setDown(down)
+		if down {
+			in.px.Disable()
+		} else if err := in.px.Restart(); err != nil {
+			return err
+		}
 		switch {
 		case n == 0:
 			in.record(fmt.Sprintf("flap %s (down and up every %v–%v)", name, flapMin, flapMax), false, false)
@@ -186,10 +198,13 @@ func (in *injector) flap(ctx context.Context, name string) {
 		at = min(at+draw(), in.backAt)
 		ok = in.sleepUntil(ctx, at)
 	}
-	in.px.setDown(false)
+	if err := in.px.Restart(); err != nil {
+		return err
+	}
 	if ok {
 		in.record("steady "+name, true, false)
 	}
+	return nil
 }
 
 // eventSummary writes a row's events for the table: a label seen more

@@ -67,16 +67,8 @@ const (
 // loadRow is one step of -sweep load: one workload against one system at
 // one offered load. Its JSON form is documented in doc.go.
 type loadRow struct {
-	Type                  string           `json:"type"`
-	Workload              string           `json:"workload"`
-	System                string           `json:"system"`
-	Nodes                 string           `json:"nodes"`
-	Algorithm             string           `json:"algorithm"`
-	Limit                 string           `json:"limit"`
-	Keys                  int              `json:"keys"`
-	Instances             int              `json:"instances"`
-	Concurrency           int              `json:"concurrency"`
-	LeaseFraction         float64          `json:"lease_fraction"`
+	Type string `json:"type"`
+	setup
 	OfferedPerSec         float64          `json:"offered_per_sec"`
 	Scheduled             int64            `json:"scheduled"`
 	Decisions             int64            `json:"decisions"`
@@ -259,22 +251,14 @@ func (e *env) loadStep(ctx context.Context, w workload, name string, sys system,
 	}
 
 	r := loadRow{
-		Type: "load", Workload: w.name, System: name, Nodes: e.cl.kind,
-		Algorithm: algorithmName(w.limits[0].Algorithm), Limit: formatLimits(w.limits), Keys: w.keys.len(),
-		Instances: s.instances, Concurrency: s.concurrency, LeaseFraction: s.leaseFraction,
+		Type: "load", setup: newSetup(e, w, name, s.leaseFraction),
 		OfferedPerSec: float64(rate), Scheduled: st.scheduled, Decisions: st.decisions, Abandoned: st.abandoned,
 		Seconds: st.elapsed.Seconds(), AchievedPct: 100 * st.achieved(),
-		P50us: float64(st.latency.ValueAtQuantile(50)), P99us: float64(st.latency.ValueAtQuantile(99)),
-		P999us: float64(st.latency.ValueAtQuantile(99.9)), MaxUs: float64(st.latency.Max()),
-		GeneratorLagP99us: float64(st.lag.ValueAtQuantile(99)),
+		P50us: quantileUs(st.latency, 50), P99us: quantileUs(st.latency, 99),
+		P999us: quantileUs(st.latency, 99.9), MaxUs: float64(st.latency.Max()) / 1e3,
+		GeneratorLagP99us: quantileUs(st.lag, 99),
 		Admitted:          st.admitted, Errors: st.errors, Sources: map[string]int64{},
 		overflow: st.overflow,
-	}
-	switch name {
-	case sysRedisRate:
-		r.Instances, r.Algorithm, r.LeaseFraction = 1, "gcra", 0
-	case sysGenerator:
-		r.Instances, r.Algorithm, r.Limit, r.LeaseFraction = 0, "-", "-", 0
 	}
 	if st.decisions == 0 {
 		return r, nil

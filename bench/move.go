@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/hybridlimit/hybridlimit/hybrid"
 	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 )
@@ -100,7 +102,7 @@ type moveProbe struct {
 	mu      sync.Mutex
 	calls   int64
 	errs    int64
-	lat     hist
+	lat     *hdrhistogram.Histogram
 	slowest time.Duration
 	lastErr error
 }
@@ -111,7 +113,7 @@ func newMoveProbe(e *env, owner func(string) int, victim int, limits []hybrid.Li
 	if !movesSlots(e.s.fault) {
 		return nil
 	}
-	p := &moveProbe{rr: newRedisRate(e.cl, moveProbeCallers), limits: limits}
+	p := &moveProbe{rr: newRedisRate(e.cl, moveProbeCallers), limits: limits, lat: newHist()}
 	for i := 0; len(p.keys) < moveProbeKeys; i++ {
 		k := keyPrefix() + "move:" + strconv.Itoa(i)
 		if owner("rate:"+limitKey(k, limits[0])) == victim {
@@ -144,7 +146,7 @@ func (p *moveProbe) start(ctx context.Context, start time.Time, from, to *atomic
 				}
 				p.mu.Lock()
 				p.calls++
-				p.lat.add(d)
+				record(p.lat, d)
 				p.slowest = max(p.slowest, d)
 				if err != nil {
 					p.errs++
@@ -179,7 +181,7 @@ func moveFigures(sum *faultSummary, p *moveProbe, from, to, elapsed time.Duratio
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	sum.RedisRateCalls, sum.RedisRateErrors = p.calls, p.errs
-	sum.RedisRateP99us = p.lat.quantile(0.99)
+	sum.RedisRateP99us = quantileUs(p.lat, 99)
 	sum.RedisRateSlowestMs = float64(p.slowest) / float64(time.Millisecond)
 	if p.lastErr != nil {
 		sum.RedisRateLastError = p.lastErr.Error()

@@ -23,13 +23,6 @@ import (
 // arrival) is recorded apart, so that a generator that falls behind its
 // schedule is seen as such.
 
-// Bounds of the histograms, in microseconds: a minute is longer than any
-// call or wait a step allows (larger values are counted as a minute).
-const (
-	histMaxUs   = int64(time.Minute / time.Microsecond)
-	histSigFigs = 3 // significant decimal digits: within 0.1%
-)
-
 // maxDispatchSleep bounds one sleep of the dispatcher, so that it sees a
 // cancellation within that time however sparse the arrivals.
 const maxDispatchSleep = 10 * time.Millisecond
@@ -80,11 +73,11 @@ type stepStats struct {
 	overflow  bool          // the queue was full: the step ended early
 	window    time.Duration // when the dispatcher stopped: the window's end, earlier on overflow
 	elapsed   time.Duration // from the start to the last call's return (at least window)
-	// latency holds, in µs, every released arrival's time from due to
+	// latency holds (newHist) every released arrival's time from due to
 	// its call's return, and for an abandoned one to when it was
 	// abandoned (a lower bound of what it would have taken).
 	latency *hdrhistogram.Histogram
-	lag     *hdrhistogram.Histogram // µs from due to released, per arrival
+	lag     *hdrhistogram.Histogram // from due to released, per arrival
 }
 
 // achieved is the rate of the calls that returned as a share of the rate
@@ -94,16 +87,6 @@ func (st *stepStats) achieved() float64 {
 		return 0
 	}
 	return (float64(st.decisions) / st.elapsed.Seconds()) / (float64(st.scheduled) / st.window.Seconds())
-}
-
-// newHist returns an empty histogram of microseconds up to histMaxUs.
-func newHist() *hdrhistogram.Histogram {
-	return hdrhistogram.New(1, histMaxUs, histSigFigs)
-}
-
-// record counts d in h, in microseconds, clamped to h's range.
-func record(h *hdrhistogram.Histogram, d time.Duration) {
-	_ = h.RecordValue(min(max(d.Microseconds(), 0), histMaxUs)) // in range: no error
 }
 
 // latencyShards is how many histograms the workers of a step record

@@ -108,9 +108,9 @@ func TestOfferCountsFromDue(t *testing.T) {
 	if n := st.latency.TotalCount(); n != want {
 		t.Errorf("%d latencies recorded, want one per arrival, %d", n, want)
 	}
-	floor := (hold - window).Microseconds()
-	if got := st.latency.Min(); got < floor*999/1000 { // within the histogram's precision
-		t.Errorf("shortest latency %d µs, want at least %d µs: the wait for the busy worker counts", got, floor)
+	floor := hold - window
+	if got := time.Duration(st.latency.Min()); got < floor*99/100 { // within the histogram's precision
+		t.Errorf("shortest latency %v, want at least %v: the wait for the busy worker counts", got, floor)
 	}
 	if got := st.elapsed; got < hold {
 		t.Errorf("elapsed %v, want at least the first call's %v", got, hold)
@@ -132,8 +132,8 @@ func TestOfferAbandons(t *testing.T) {
 	if n := st.latency.TotalCount(); n != want {
 		t.Errorf("%d latencies recorded, want every arrival's, %d", n, want)
 	}
-	if floor := (hold - window).Microseconds(); st.latency.Min() < floor*999/1000 {
-		t.Errorf("shortest latency %d µs, want at least %d µs: an abandoned arrival counts what it waited", st.latency.Min(), floor)
+	if got, floor := time.Duration(st.latency.Min()), hold-window; got < floor*99/100 { // within the histogram's precision
+		t.Errorf("shortest latency %v, want at least %v: an abandoned arrival counts what it waited", got, floor)
 	}
 	if a := st.achieved(); a >= minAchieved {
 		t.Errorf("achieved %.2f, want below %v", a, minAchieved)
@@ -159,14 +159,14 @@ func TestDispatcherLag(t *testing.T) {
 	const late = 2 * time.Millisecond
 	oversleep := func(d time.Duration) { time.Sleep(d + late) }
 	st := offer(t.Context(), noSystem{}, tinyWorkload(), stepConfig{rate: 2000, window: 100 * time.Millisecond, workers: 4, drain: time.Second, queue: 1000, seed: 5, sleep: oversleep})
-	if got := st.lag.Max(); got < late.Microseconds() {
-		t.Errorf("largest lag %d µs, want at least the %v every sleep overslept", got, late)
+	if got := time.Duration(st.lag.Max()); got < late {
+		t.Errorf("largest lag %v, want at least the %v every sleep overslept", got, late)
 	}
-	if got := st.latency.Max(); got < late.Microseconds() {
-		t.Errorf("largest latency %d µs, want at least the lag %v", got, late)
+	if got := time.Duration(st.latency.Max()); got < late {
+		t.Errorf("largest latency %v, want at least the lag %v", got, late)
 	}
 	r := loadRow{Scheduled: st.scheduled, Decisions: st.decisions, AchievedPct: 100 * st.achieved(),
-		P99us: float64(st.latency.ValueAtQuantile(99)), GeneratorLagP99us: float64(st.lag.ValueAtQuantile(99))}
+		P99us: quantileUs(st.latency, 99), GeneratorLagP99us: quantileUs(st.lag, 99)}
 	if r.judgeGenerator(); !r.behind || r.LimitedBy != limitedNone || r.Reason == "" {
 		t.Errorf("judgeGenerator(lag p99 %v µs) = %q, %q, behind %v; want not limited, behind, a reason", r.GeneratorLagP99us, r.LimitedBy, r.Reason, r.behind)
 	}

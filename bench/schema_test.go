@@ -164,13 +164,12 @@ func goFits(doc string, typ reflect.Type) bool {
 func structMismatches(doc []docField, typ reflect.Type) []string {
 	var bad []string
 	inStruct := map[string]bool{}
-	for f := range typ.Fields() {
+	for _, f := range reflect.VisibleFields(typ) {
 		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
 		switch {
+		case f.Anonymous && f.Type.Kind() == reflect.Struct && name == "":
+			continue // encoding/json promotes its fields: they come next, each checked
 		case !f.IsExported() || name == "-":
-			continue
-		case f.Anonymous:
-			bad = append(bad, fmt.Sprintf("%s.%s: embedded, which this check does not follow", typ.Name(), f.Name))
 			continue
 		case name == "":
 			name = f.Name

@@ -64,7 +64,7 @@ var _ system = (*hybridSystem)(nil)
 // newHybrid builds the instances. fraction is Lease.MaxFraction; 0 turns
 // leases off. via, when not nil, gives for each node the address its
 // clients dial instead of the node's own ("" for the node's own): -fault
-// slow and flap put a proxy in front of one node. The node keeps its name,
+// slow and flap put a toxiproxy in front of one node. The node keeps its name,
 // so the ring places keys as it would without the proxy.
 func newHybrid(cl *cluster, instances int, fraction float64, log *slog.Logger, via []string) (*hybridSystem, error) {
 	h := &hybridSystem{}

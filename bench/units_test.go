@@ -107,35 +107,42 @@ func TestSlidingWindowLogCapacity(t *testing.T) {
 }
 
 func TestHist(t *testing.T) {
-	var h hist
-	if q := h.quantile(0.5); q != 0 {
-		t.Errorf("empty quantile = %v, want 0", q)
+	h := newHist()
+	if q := quantileUs(h, 50); q != 0 {
+		t.Errorf("quantileUs(empty, 50) = %v, want 0", q)
 	}
-	// 1..10000 µs, one each: p50 is 5000 µs, p99 9900 µs, within 9%.
+	// 1..10000 µs, one each: p50 is 5000 µs, p99 9900 µs, within 1%.
 	for i := 1; i <= 10000; i++ {
-		h.add(time.Duration(i) * time.Microsecond)
+		record(h, time.Duration(i)*time.Microsecond)
 	}
-	for _, tt := range []struct{ q, want float64 }{{0.5, 5000}, {0.99, 9900}, {0.001, 10}} {
-		if got := h.quantile(tt.q); math.Abs(got-tt.want)/tt.want > 0.09 {
-			t.Errorf("quantile(%v) = %v µs, want %v within 9%%", tt.q, got, tt.want)
+	for _, tt := range []struct{ q, want float64 }{{50, 5000}, {99, 9900}, {99.9, 9990}, {0.1, 10}} {
+		if got := quantileUs(h, tt.q); math.Abs(got-tt.want)/tt.want > 0.01 {
+			t.Errorf("quantileUs(h, %v) = %v µs, want %v within 1%%", tt.q, got, tt.want)
 		}
 	}
-	for _, d := range []time.Duration{0, 1, 7, 8, 9, 1000, time.Second, time.Hour * 1000} {
-		b := binOf(d)
-		if b < 0 || b >= histBins {
-			t.Fatalf("binOf(%v) = %d, out of range", d, b)
-		}
-		if d > 0 && d < time.Hour {
-			if v := binValue(b); math.Abs(v-float64(d))/float64(d) > 0.07 {
-				t.Errorf("binValue(binOf(%v)) = %v, want within 7%%", d, v)
-			}
-		}
+	// Sub-microsecond latencies (a lease's) keep their precision; those
+	// out of range are clamped, not lost.
+	small := newHist()
+	for _, d := range []time.Duration{150, 150, 150, -time.Second, 2 * histMax} {
+		record(small, d)
 	}
-	var m hist
-	m.merge(&h)
-	m.merge(&h)
-	if m.n != 2*h.n || m.quantile(0.5) != h.quantile(0.5) {
-		t.Errorf("merge: n %d, p50 %v; want %d, %v", m.n, m.quantile(0.5), 2*h.n, h.quantile(0.5))
+	if n := small.TotalCount(); n != 5 {
+		t.Errorf("TotalCount() = %d, want 5", n)
+	}
+	if got := quantileUs(small, 50); math.Abs(got-0.15)/0.15 > 0.01 {
+		t.Errorf("quantileUs(small, 50) = %v µs, want 0.15 within 1%%", got)
+	}
+	if got, want := time.Duration(small.Max()), histMax; math.Abs(float64(got-want))/float64(want) > 0.01 {
+		t.Errorf("Max() = %v, want %v within 1%%", got, want)
+	}
+	if got := small.Min(); got != 0 {
+		t.Errorf("Min() = %d, want 0 (a negative duration counted as 0)", got)
+	}
+	m := newHist()
+	m.Merge(h)
+	m.Merge(h)
+	if m.TotalCount() != 2*h.TotalCount() || quantileUs(m, 50) != quantileUs(h, 50) {
+		t.Errorf("merge: n %d, p50 %v; want %d, %v", m.TotalCount(), quantileUs(m, 50), 2*h.TotalCount(), quantileUs(h, 50))
 	}
 }
 
@@ -190,7 +197,7 @@ func TestChartsDegenerateData(t *testing.T) {
 	if err := writeSVG(dir+"/f.svg", faultPlots(rows, sum, marks)...); err != nil {
 		t.Errorf("fault chart of zeros: %v", err)
 	}
-	res := []result{{Workload: "hot", System: sysRedisRate}, {Workload: "hot", System: sysHybrid, LeaseFraction: 0.01}}
+	res := []result{{setup: setup{Workload: "hot", System: sysRedisRate}}, {setup: setup{Workload: "hot", System: sysHybrid, LeaseFraction: 0.01}}}
 	if err := writeSVG(dir+"/s.svg", sweepPlots([]string{"hot"}, res)...); err != nil {
 		t.Errorf("sweep chart of zeros: %v", err)
 	}

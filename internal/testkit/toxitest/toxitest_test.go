@@ -1,4 +1,4 @@
-package main
+package toxitest
 
 import (
 	"bytes"
@@ -10,15 +10,20 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
+
+// TestMain fails the package if a proxy's goroutines outlive Stop.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // startEcho starts a TCP echo server on loopback for the test; it stops,
 // with its connections, when the test ends.
-func startEcho(t testing.TB) string {
-	t.Helper()
+func startEcho(tb testing.TB) string {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -35,7 +40,7 @@ func startEcho(t testing.TB) string {
 			wg.Go(func() { _, _ = io.Copy(c, c); c.Close() })
 		}
 	})
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		ln.Close()
 		mu.Lock()
 		for _, c := range conns {
@@ -47,25 +52,14 @@ func startEcho(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-// startProxy starts a proxy in front of target, closed when the test ends.
-func startProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	p, err := newProxy(target, 1)
+// dial connects to addr; the connection is closed when the test ends.
+func dial(tb testing.TB, addr string) net.Conn {
+	tb.Helper()
+	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatalf("dial %s: %v", addr, err)
 	}
-	t.Cleanup(p.close)
-	return p
-}
-
-// dialProxy connects to p; the connection is closed when the test ends.
-func dialProxy(t *testing.T, p *proxy) net.Conn {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", p.addr(), time.Second)
-	if err != nil {
-		t.Fatalf("dial %s: %v", p.addr(), err)
-	}
-	t.Cleanup(func() { c.Close() })
+	tb.Cleanup(func() { c.Close() })
 	return c
 }
 
@@ -88,11 +82,16 @@ func roundTrip(t *testing.T, c net.Conn, msg string) time.Duration {
 	return time.Since(t0)
 }
 
-// TestProxyDelaysInOrder: each reply chunk waits at least the delay set,
-// with its jitter, and the chunks arrive in the order they were sent.
-func TestProxyDelaysInOrder(t *testing.T) {
-	p := startProxy(t, startEcho(t))
-	c := dialProxy(t, p)
+// TestAddLatencyDelaysInOrder: with a latency toxic on the replies, each
+// reply chunk waits at least the latency less its jitter, and the chunks
+// arrive in the order they were sent; removed, replies pass at once.
+func TestAddLatencyDelaysInOrder(t *testing.T) {
+	p, err := Start(startEcho(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	c := dial(t, p.Addr())
 	fastest := func() time.Duration {
 		best := time.Hour
 		for i := range 5 {
@@ -101,12 +100,14 @@ func TestProxyDelaysInOrder(t *testing.T) {
 		return best
 	}
 	if d := fastest(); d > 15*time.Millisecond {
-		t.Errorf("round trip without delay = %v, want well under 15ms", d)
+		t.Errorf("round trip without a toxic = %v, want well under 15ms", d)
 	}
 
-	const delay, jitter, n = 30 * time.Millisecond, 0.5, 20
-	p.setDelay(delay, jitter)
-	floor := time.Duration(float64(delay) * (1 - jitter))
+	const delay, jitter, n = 30 * time.Millisecond, 15 * time.Millisecond, 20
+	name, err := p.AddLatency(Downstream, delay, jitter)
+	if err != nil {
+		t.Fatalf("AddLatency(%v, %v) = %v", delay, jitter, err)
+	}
 	// The messages go out 2 ms apart, so that the echo server sends most
 	// of them back as chunks of their own, with delays drawn apart.
 	sent := make([]time.Time, n)
@@ -153,45 +154,56 @@ func TestProxyDelaysInOrder(t *testing.T) {
 	}
 	const msgLen = 4
 	for i := range n {
-		if d := arrived[(i+1)*msgLen-1].Sub(sent[i]); d < floor {
-			t.Errorf("message %d came back after %v, want at least %v (delay %v ± %.0f%%)", i, d, floor, delay, 100*jitter)
+		if d := arrived[(i+1)*msgLen-1].Sub(sent[i]); d < delay-jitter {
+			t.Errorf("message %d came back after %v, want at least %v (%v ± %v)", i, d, delay-jitter, delay, jitter)
 		}
 	}
 
-	p.setDelay(0, 0)
+	if err := p.RemoveToxic(name); err != nil {
+		t.Fatalf("RemoveToxic(%q) = %v", name, err)
+	}
 	if d := fastest(); d > 15*time.Millisecond {
-		t.Errorf("round trip with the delay off again = %v, want well under 15ms", d)
+		t.Errorf("round trip with the toxic removed = %v, want well under 15ms", d)
+	}
+	if err := p.RemoveToxic(name); err == nil {
+		t.Errorf("RemoveToxic(%q) twice = nil, want an error", name)
 	}
 }
 
-// TestProxyDownUp: down cuts every connection and refuses new ones; up
-// lets new ones through; close refuses everything.
-func TestProxyDownUp(t *testing.T) {
-	p := startProxy(t, startEcho(t))
-	c := dialProxy(t, p)
+// TestDisableRestart: Disable cuts every connection and refuses new ones;
+// Restart listens on the same address again; Stop refuses everything.
+func TestDisableRestart(t *testing.T) {
+	p, err := Start(startEcho(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := p.Addr()
+	c := dial(t, addr)
 	roundTrip(t, c, "before")
 
-	p.setDown(true)
-	wantCut(t, c, "an open connection once down")
-	for i := range 3 {
-		// The proxy accepts and resets at once: a dial may succeed, its
-		// first read fails.
-		d, err := net.DialTimeout("tcp", p.addr(), time.Second)
-		if err != nil {
-			continue
-		}
-		wantCut(t, d, fmt.Sprintf("new connection %d while down", i))
+	p.Disable()
+	wantCut(t, c, "an open connection once disabled")
+	if d, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		wantCut(t, d, "a new connection while disabled")
 		d.Close()
 	}
 
-	p.setDown(false)
-	roundTrip(t, dialProxy(t, p), "up again")
+	if err := p.Restart(); err != nil {
+		t.Fatalf("Restart() = %v", err)
+	}
+	if err := p.Restart(); err != nil {
+		t.Errorf("Restart() of a started proxy = %v, want nil", err)
+	}
+	if got := p.Addr(); got != addr {
+		t.Errorf("Addr() after Restart = %s, want %s", got, addr)
+	}
+	roundTrip(t, dial(t, addr), "up again")
 
-	p.close()
-	p.close() // idempotent
-	if d, err := net.DialTimeout("tcp", p.addr(), time.Second); err == nil {
+	p.Stop()
+	p.Stop() // idempotent
+	if d, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		d.Close()
-		t.Errorf("dial %s after close succeeded, want refused", p.addr())
+		t.Errorf("dial %s after Stop succeeded, want refused", addr)
 	}
 }
 
@@ -210,29 +222,19 @@ func wantCut(t *testing.T, c net.Conn, what string) {
 	}
 }
 
-// BenchmarkProxyRoundTrip measures a 16-byte round trip to an echo
-// server, straight and through the proxy with no delay: what the proxy in
-// front of the victim of -fault slow and flap costs before the fault, on
-// an idle machine. (On a busy one each of its goroutine hops also waits
-// for a processor; see "Latency" in doc.go.)
-func BenchmarkProxyRoundTrip(b *testing.B) {
+// BenchmarkRoundTrip measures a 16-byte round trip to an echo server,
+// straight and through a proxy with no toxic: what the proxy in front of
+// the victim of bench's -fault slow and flap costs before the fault.
+func BenchmarkRoundTrip(b *testing.B) {
 	echo := startEcho(b)
 	for _, path := range []string{"direct", "proxy"} {
 		b.Run("path="+path, func(b *testing.B) {
 			addr := echo
 			if path != "direct" {
-				p, err := newProxy(echo, 1)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer p.close()
-				addr = p.addr()
+				p := New(b, echo)
+				addr = p.Addr()
 			}
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
+			c := dial(b, addr)
 			msg, buf := []byte("0123456789abcdef"), make([]byte, 16)
 			b.ReportAllocs()
 			for b.Loop() {
