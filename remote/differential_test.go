@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/internal/algo"
-	"github.com/hybridlimit/hybridlimit/internal/testkit/conformance"
 	"github.com/hybridlimit/hybridlimit/internal/limitspec"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/conformance"
 	"github.com/hybridlimit/hybridlimit/limit"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hybridlimit/hybridlimit/internal/algo"
-	"github.com/hybridlimit/hybridlimit/internal/testkit/conformance"
 	"github.com/hybridlimit/hybridlimit/internal/limitspec"
+	"github.com/hybridlimit/hybridlimit/internal/testkit/conformance"
 	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 	"github.com/hybridlimit/hybridlimit/limit"
 )
