@@ -279,25 +279,10 @@ func clusterOp(t *testing.T, c *redistest.Cluster, name, client string, build fu
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() { o.run(stop); close(done) }()
-	// The longest the machine stalled (a goroutine sleeping 1 ms woke
-	// late) while the load ran: a stall of half the Timeout (other tests'
-	// servers, -race on 2 cores) times round trips out however the
-	// Limiter routes, and opens breakers with no fault of the cluster's.
-	probed := make(chan time.Duration)
-	go func() {
-		var worst time.Duration
-		for {
-			select {
-			case <-stop:
-				probed <- worst
-				return
-			default:
-			}
-			t0 := time.Now()
-			time.Sleep(time.Millisecond)
-			worst = max(worst, time.Since(t0)-time.Millisecond)
-		}
-	}()
+	// A stall of half the Timeout (other tests' servers, -race on 2
+	// cores) times round trips out however the Limiter routes, and opens
+	// breakers with no fault of the cluster's.
+	stalls := redistest.WatchStalls()
 	time.Sleep(300 * time.Millisecond)
 	o.phase.Store(int32(phaseDuring))
 	t0 := time.Now()
@@ -306,6 +291,7 @@ func clusterOp(t *testing.T, c *redistest.Cluster, name, client string, build fu
 	if err != nil {
 		close(stop)
 		<-done
+		stalls()
 		t.Fatal(err)
 	}
 	settle := opSettle
@@ -317,7 +303,7 @@ func clusterOp(t *testing.T, c *redistest.Cluster, name, client string, build fu
 	time.Sleep(settle / 2)
 	close(stop)
 	<-done
-	stall := <-probed
+	stall := stalls()
 	close(watchStop)
 	<-watchDone
 	elapsed := time.Since(o.start)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 	"github.com/hybridlimit/hybridlimit/limit"
 )
 
@@ -25,12 +26,12 @@ func TestLoadChoosesFunctions(t *testing.T) {
 		if err != nil || len(libs) != 1 || len(libs[0].Functions) != int(numEntries) {
 			t.Fatalf("FUNCTION LIST = %+v, %v; want library %s with %d functions", libs, err, s.scripts.lib.name, numEntries)
 		}
-		before := scriptCalls(t, rdb)
+		before := redistest.ScriptCalls(t, rdb)
 		if d, _, err := s.decide(ctx, "k", 1, l); err != nil || !d.Allowed {
 			t.Fatalf("decide = %+v, %v", d, err)
 		}
-		if n := commandCalls(t, rdb, "fcall"); n != scriptCalls(t, rdb)-before || n == 0 {
-			t.Errorf("%d FCALLs of %d calls; want every call a FCALL", n, scriptCalls(t, rdb)-before)
+		if n := redistest.CommandCalls(t, rdb, "fcall"); n != redistest.ScriptCalls(t, rdb)-before || n == 0 {
+			t.Errorf("%d FCALLs of %d calls; want every call a FCALL", n, redistest.ScriptCalls(t, rdb)-before)
 		}
 		// Loading again (another instance starting) is fine.
 		if err := s.Load(ctx); err != nil {

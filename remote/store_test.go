@@ -350,7 +350,7 @@ func TestPausedNodeBoundedByContext(t *testing.T) {
 	if _, _, err := s.decide(ctx, "k", 1, l); err != nil {
 		t.Fatal(err)
 	}
-	before := scriptCalls(t, rdb)
+	before := redistest.ScriptCalls(t, rdb)
 	if err := srv.Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +369,7 @@ func TestPausedNodeBoundedByContext(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Second)
 	var after int64
 	for time.Now().Before(deadline) {
-		if after = scriptCalls(t, rdb); after-before >= 1 {
+		if after = redistest.ScriptCalls(t, rdb); after-before >= 1 {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -381,34 +381,6 @@ func TestPausedNodeBoundedByContext(t *testing.T) {
 		t.Errorf("Decide on a paused node took %v; the 50ms context did not bound it", elapsed)
 	}
 	t.Logf("paused node: Decide returned %v after %v", err, elapsed)
-}
-
-// scriptCalls counts the scripts and functions the server has executed
-// (EVALSHA and FCALL calls).
-func scriptCalls(t *testing.T, rdb *redis.Client) int64 {
-	t.Helper()
-	return commandCalls(t, rdb, "evalsha", "fcall")
-}
-
-// commandCalls sums the calls of the named commands the server has
-// executed (INFO commandstats).
-func commandCalls(t *testing.T, rdb *redis.Client, names ...string) int64 {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total int64
-	for _, line := range strings.Split(info, "\r\n") {
-		for _, name := range names {
-			if rest, ok := strings.CutPrefix(line, "cmdstat_"+name+":calls="); ok {
-				n, _, _ := strings.Cut(rest, ",")
-				v, _ := strconv.ParseInt(n, 10, 64)
-				total += v
-			}
-		}
-	}
-	return total
 }
 
 // TestLeasesInMultiKeyCalls: leases sent among decisions in one script call

@@ -31,8 +31,10 @@ var libraryRequires = []string{
 	"golang.org/x/time",
 }
 
-// requires returns the module paths a go.mod file requires.
-func requires(t *testing.T, path string) []string {
+// directives returns the first argument of each verb directive of a go.mod
+// or go.work file, on a line of its own ("require x v1") or in a block
+// ("require (" … ")").
+func directives(t *testing.T, path, verb string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -44,13 +46,13 @@ func requires(t *testing.T, path string) []string {
 		f := strings.Fields(line)
 		switch {
 		case len(f) == 0:
-		case f[0] == "require" && len(f) > 1 && f[1] == "(":
+		case f[0] == verb && len(f) > 1 && f[1] == "(":
 			block = true
 		case block && f[0] == ")":
 			block = false
 		case block:
 			out = append(out, f[0])
-		case f[0] == "require" && len(f) > 2:
+		case f[0] == verb && len(f) > 1:
 			out = append(out, f[1])
 		}
 	}
@@ -61,7 +63,7 @@ func requires(t *testing.T, path string) []string {
 // libraryRequires: no middleware's, bench's or test harness's dependency
 // reaches the module graph of a service that imports only hybrid.
 func TestLibraryRequirements(t *testing.T) {
-	got := requires(t, filepath.Join(moduleRoot(t), "go.mod"))
+	got := directives(t, filepath.Join(moduleRoot(t), "go.mod"), "require")
 	if len(got) == 0 {
 		t.Fatal("go.mod requires nothing: not parsed")
 	}
@@ -77,28 +79,12 @@ func TestLibraryRequirements(t *testing.T) {
 // and every module go.work uses has a go.mod.
 func TestEveryModuleInWorkspace(t *testing.T) {
 	root := moduleRoot(t)
-	b, err := os.ReadFile(filepath.Join(root, "go.work"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var used []string
-	block := false
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		switch {
-		case len(f) == 0:
-		case f[0] == "use" && len(f) > 1 && f[1] == "(":
-			block = true
-		case block && f[0] == ")":
-			block = false
-		case block:
-			used = append(used, filepath.Clean(f[0]))
-		case f[0] == "use" && len(f) > 1:
-			used = append(used, filepath.Clean(f[1]))
-		}
+	for _, u := range directives(t, filepath.Join(root, "go.work"), "use") {
+		used = append(used, filepath.Clean(u))
 	}
 	var mods []string
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

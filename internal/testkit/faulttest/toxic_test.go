@@ -168,22 +168,7 @@ func (c *toxicCluster) drive(workers int, d time.Duration, lim Limit, mkCtx func
 	var n atomic.Int64
 	end := time.Now().Add(d)
 	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	probed := make(chan time.Duration)
-	go func() {
-		var worst time.Duration
-		for {
-			select {
-			case <-stop:
-				probed <- worst
-				return
-			default:
-			}
-			t0 := time.Now()
-			time.Sleep(time.Millisecond)
-			worst = max(worst, time.Since(t0)-time.Millisecond)
-		}
-	}()
+	stalls := redistest.WatchStalls()
 	for w := range workers {
 		wg.Add(1)
 		go func() {
@@ -223,8 +208,7 @@ func (c *toxicCluster) drive(workers int, d time.Duration, lim Limit, mkCtx func
 		}()
 	}
 	wg.Wait()
-	close(stop)
-	total.stall = <-probed
+	total.stall = stalls()
 	return &total
 }
 

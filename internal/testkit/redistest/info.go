@@ -32,16 +32,24 @@ func InfoInt(tb testing.TB, rdb *redis.Client, section, field string) int64 {
 // run (the calls of EVALSHA and FCALL in INFO commandstats).
 func ScriptCalls(tb testing.TB, rdb *redis.Client) int64 {
 	tb.Helper()
+	return CommandCalls(tb, rdb, "evalsha", "fcall")
+}
+
+// CommandCalls sums the calls of the named commands (lower case: "get",
+// "evalsha") the server rdb talks to has run (INFO commandstats).
+func CommandCalls(tb testing.TB, rdb *redis.Client, names ...string) int64 {
+	tb.Helper()
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	var total int64
 	for _, line := range strings.Split(info, "\r\n") {
-		for _, p := range []string{"cmdstat_evalsha:calls=", "cmdstat_fcall:calls="} {
-			if rest, ok := strings.CutPrefix(line, p); ok {
-				n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest+",", ',')], 10, 64)
-				total += n
+		for _, name := range names {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_"+name+":calls="); ok {
+				n, _, _ := strings.Cut(rest, ",")
+				v, _ := strconv.ParseInt(n, 10, 64)
+				total += v
 			}
 		}
 	}
