@@ -64,36 +64,6 @@ const (
 	limitedGenerator = "generator"
 )
 
-// loadRow is one step of -sweep load: one workload against one system at
-// one offered load. Its JSON form is documented in doc.go.
-type loadRow struct {
-	Type string `json:"type"`
-	setup
-	OfferedPerSec         float64          `json:"offered_per_sec"`
-	Scheduled             int64            `json:"scheduled"`
-	Decisions             int64            `json:"decisions"`
-	Abandoned             int64            `json:"abandoned"`
-	Seconds               float64          `json:"seconds"`
-	DecisionsPerSec       float64          `json:"decisions_per_sec"`
-	AchievedPct           float64          `json:"achieved_pct"`
-	P50us                 float64          `json:"p50_us"`
-	P99us                 float64          `json:"p99_us"`
-	P999us                float64          `json:"p999_us"`
-	MaxUs                 float64          `json:"max_us"`
-	GeneratorLagP99us     float64          `json:"generator_lag_p99_us"`
-	RedisCallsPerDecision float64          `json:"redis_calls_per_decision"`
-	Admitted              int64            `json:"admitted"`
-	Sources               map[string]int64 `json:"sources"`
-	Errors                int64            `json:"errors"`
-	ClientCPUus           float64          `json:"client_cpu_us_per_decision"`
-	RedisCPUus            *float64         `json:"redis_cpu_us_per_decision"`
-	LimitedBy             string           `json:"limited_by"`
-	Reason                string           `json:"reason"`
-
-	overflow bool // the queue of arrivals filled up
-	behind   bool // the generator fell behind its schedule (see judge)
-}
-
 // loadStepsUpTo returns the steps up to upTo decisions/s.
 func loadStepsUpTo(upTo int64) []int64 {
 	var out []int64

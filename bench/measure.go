@@ -72,21 +72,6 @@ type env struct {
 	cpuWarned bool // that the nodes' CPU cannot be read was said
 }
 
-// setup is what a closed-loop result or an open-loop step ran: one
-// workload against one system. Its fields are the first of both JSON
-// forms (doc.go documents them in each).
-type setup struct {
-	Workload      string  `json:"workload"`
-	System        string  `json:"system"`
-	Nodes         string  `json:"nodes"`
-	Algorithm     string  `json:"algorithm"`
-	Limit         string  `json:"limit"`
-	Keys          int     `json:"keys"`
-	Instances     int     `json:"instances"`
-	Concurrency   int     `json:"concurrency"`
-	LeaseFraction float64 `json:"lease_fraction"`
-}
-
 // newSetup describes w run against system with Lease.MaxFraction fraction
 // under e's settings. redis_rate runs as one instance of GCRA without
 // leases whatever they say; the generator alone (sysGenerator) runs no
@@ -104,30 +89,6 @@ func newSetup(e *env, w workload, system string, fraction float64) setup {
 		st.Instances, st.Algorithm, st.Limit, st.LeaseFraction = 0, "-", "-", 0
 	}
 	return st
-}
-
-// result is one line of the report: one workload against one system. Its
-// JSON form is documented in doc.go.
-type result struct {
-	Type string `json:"type"`
-	Mode string `json:"mode"`
-	setup
-	Decisions             int64            `json:"decisions"`
-	Seconds               float64          `json:"seconds"`
-	DecisionsPerSec       float64          `json:"decisions_per_sec"`
-	P50us                 float64          `json:"p50_us"`
-	P99us                 float64          `json:"p99_us"`
-	RedisCallsPerDecision float64          `json:"redis_calls_per_decision"`
-	Admitted              int64            `json:"admitted"`
-	Ideal                 float64          `json:"ideal"`
-	AdmittedPctOfIdeal    float64          `json:"admitted_pct_of_ideal"`
-	LeaseUnitsMax         int64            `json:"lease_units_max"`
-	LeaseUnitsMean        float64          `json:"lease_units_mean"`
-	LeaseBoundPct         float64          `json:"lease_bound_pct"`
-	Sources               map[string]int64 `json:"sources"`
-	Errors                int64            `json:"errors"`
-	ClientCPUus           float64          `json:"client_cpu_us_per_decision"`
-	RedisCPUus            *float64         `json:"redis_cpu_us_per_decision"`
 }
 
 // tally is what one goroutine counted.
