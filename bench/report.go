@@ -13,69 +13,83 @@ import (
 // report writes results as an aligned table, written out by flush, or as
 // one JSON object per line, written as each result arrives.
 type report struct {
+	w     io.Writer
 	json  bool
 	sweep bool // the table has the lease columns
-	enc   *json.Encoder
-	tw    tableWriter
-	rows  int
+	all   []result
 	done  bool // flushed
-	w     io.Writer
-	all   []result // for the capacity lines
 }
 
 func newReport(w io.Writer, asJSON, sweep bool) *report {
-	if asJSON {
-		return &report{json: true, enc: json.NewEncoder(w), w: w}
-	}
-	tw := newTable(w)
-	if sweep {
-		fmt.Fprintln(tw, "workload\tsystem\tlease\tdecisions/s\tp50\tp99\tredis calls/decision\tadmitted/ideal\tlease units max\tbound\tsources")
-	} else {
-		fmt.Fprintln(tw, "workload\tsystem\tdecisions/s\tp50\tp99\tredis calls/decision\tcpu/decision client+redis\tadmitted/ideal\tsources")
-	}
-	return &report{tw: tw, sweep: sweep, w: w}
+	return &report{w: w, json: asJSON, sweep: sweep}
 }
 
 func (r *report) add(res result) error {
 	if r.json {
-		return r.enc.Encode(res)
+		return json.NewEncoder(r.w).Encode(res)
 	}
-	r.rows++
 	r.all = append(r.all, res)
-	var err error
-	if r.sweep {
-		lease, units, bound := leaseLabel(res.LeaseFraction), "-", "-"
-		if res.System == sysRedisRate {
-			lease = "-"
-		}
-		if res.LeaseFraction > 0 {
-			units = strconv.FormatInt(res.LeaseUnitsMax, 10)
-			bound = fmt.Sprintf("+%.2f%%", res.LeaseBoundPct)
-		}
-		_, err = fmt.Fprintf(r.tw, "%s\t%s\t%s\t%.0f\t%s\t%s\t%.3f\t%.1f%%\t%s\t%s\t%s\n",
-			res.Workload, res.System, lease, res.DecisionsPerSec, latency(res.P50us), latency(res.P99us),
-			res.RedisCallsPerDecision, res.AdmittedPctOfIdeal, units, bound, sourceMix(res.Sources))
-	} else {
-		_, err = fmt.Fprintf(r.tw, "%s\t%s\t%.0f\t%s\t%s\t%.3f\t%s\t%.1f%%\t%s\n",
-			res.Workload, res.System, res.DecisionsPerSec, latency(res.P50us), latency(res.P99us),
-			res.RedisCallsPerDecision, cpuLabel(res.ClientCPUus, res.RedisCPUus), res.AdmittedPctOfIdeal, sourceMix(res.Sources))
-	}
-	return err
+	return nil
 }
 
-// flush writes the table, once; it does nothing for JSON.
+// flush writes the table and, for the comparison, the cores each system
+// needs for targetRate decisions/s, once; it does nothing for JSON.
 func (r *report) flush() error {
-	if r.json || r.rows == 0 || r.done {
+	if r.json || len(r.all) == 0 || r.done {
 		return nil
 	}
 	r.done = true
-	if err := r.tw.Flush(); err != nil {
+	tw := newTable(r.w)
+	if r.sweep {
+		fmt.Fprintln(tw, "workload\tsystem\tlease\tdecisions/s\tp50\tp99\tredis calls/decision\tadmitted/ideal\tlease units max\tbound\tsources")
+	} else {
+		fmt.Fprintln(tw, "workload\tsystem\tdecisions/s\tp50\tp99\tredis calls/decision\tcpu/decision client+redis\tadmitted/ideal\tsources")
+	}
+	for _, res := range r.all {
+		head := fmt.Sprintf("%s\t%s\t", res.Workload, res.System)
+		tail := fmt.Sprintf("%.1f%%", res.AdmittedPctOfIdeal)
+		if r.sweep {
+			lease, units, bound := leaseLabel(res.LeaseFraction), "-", "-"
+			if res.System == sysRedisRate {
+				lease = "-"
+			}
+			if res.LeaseFraction > 0 {
+				units, bound = strconv.FormatInt(res.LeaseUnitsMax, 10), fmt.Sprintf("+%.2f%%", res.LeaseBoundPct)
+			}
+			head += lease + "\t"
+			tail += "\t" + units + "\t" + bound
+		} else {
+			tail = cpuLabel(res.ClientCPUus, res.RedisCPUus) + "\t" + tail
+		}
+		fmt.Fprintf(tw, "%s%.0f\t%s\t%s\t%.3f\t%s\t%s\n", head, res.DecisionsPerSec, latency(res.P50us), latency(res.P99us),
+			res.RedisCallsPerDecision, tail, sourceMix(res.Sources))
+	}
+	if err := tw.Flush(); err != nil || r.sweep {
 		return err
 	}
-	if r.sweep {
+	var order []string
+	parts := map[string][]string{}
+	for _, res := range r.all {
+		if res.Decisions == 0 {
+			continue
+		}
+		if parts[res.Workload] == nil {
+			order = append(order, res.Workload)
+		}
+		redis := "?"
+		if res.RedisCPUus != nil {
+			redis = fmt.Sprintf("%.1f", cores(*res.RedisCPUus))
+		}
+		parts[res.Workload] = append(parts[res.Workload], fmt.Sprintf("%s %.1f + %s", res.System, cores(res.ClientCPUus), redis))
+	}
+	if len(order) == 0 {
 		return nil
 	}
-	return writeCapacity(r.w, r.all)
+	_, err := fmt.Fprintf(r.w, "\ncores for %d decisions/s at the CPU per decision measured (client + Redis):\n", targetRate)
+	for _, wl := range order {
+		fmt.Fprintf(r.w, "  %-10s %s\n", wl, strings.Join(parts[wl], "; "))
+	}
+	return err
 }
 
 // cpuLabel is a CPU time per decision of the client and of Redis,
@@ -86,43 +100,6 @@ func cpuLabel(client float64, redis *float64) string {
 		return fmt.Sprintf("%.2f+?µs", client)
 	}
 	return fmt.Sprintf("%.2f+%.2fµs", client, *redis)
-}
-
-// writeCapacity writes, per workload, the cores each system would need
-// for targetRate decisions per second at the CPU per decision measured:
-// the figure that scales to a fleet.
-func writeCapacity(w io.Writer, all []result) error {
-	var order []string
-	by := map[string][]result{}
-	for _, res := range all {
-		if res.Decisions == 0 {
-			continue
-		}
-		if _, ok := by[res.Workload]; !ok {
-			order = append(order, res.Workload)
-		}
-		by[res.Workload] = append(by[res.Workload], res)
-	}
-	if len(order) == 0 {
-		return nil
-	}
-	if _, err := fmt.Fprintf(w, "\ncores for %d decisions/s at the CPU per decision measured (client + Redis):\n", targetRate); err != nil {
-		return err
-	}
-	for _, wl := range order {
-		var parts []string
-		for _, res := range by[wl] {
-			redis := "?"
-			if res.RedisCPUus != nil {
-				redis = fmt.Sprintf("%.1f", cores(*res.RedisCPUus))
-			}
-			parts = append(parts, fmt.Sprintf("%s %.1f + %s", res.System, cores(res.ClientCPUus), redis))
-		}
-		if _, err := fmt.Fprintf(w, "  %-10s %s\n", wl, strings.Join(parts, "; ")); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // leaseLabel names a Lease.MaxFraction: "off" for 0, else a percentage
