@@ -106,13 +106,16 @@ func (sec section) command() string { return commandLine(sec.args) }
 // its command parsed. notes say which fault timelines do not run, and why.
 func reportPlan(passed []string) (secs []section, notes []string, err error) {
 	has := func(name string) bool { return passedFlag(passed, name) }
-	// args are the flags of one section: its own, then those passed to it.
+	// args are the flags of one section: its own, then those passed to it
+	// (those of its mode: -interval to the faults, -max-load to the load
+	// sweep; -instances to all but the seed's section, which has its own).
 	args := func(mode string, own ...string) []string {
 		out := slices.Clone(own)
 		for _, p := range passed {
 			name, v, _ := strings.Cut(p, "=")
 			switch {
-			case name == "interval" && mode != modeFault, name == "max-load" && mode != modeLoad:
+			case name == "interval" && mode != modeFault, name == "max-load" && mode != modeLoad,
+				name == "instances" && slices.Contains(own, seedWorkload):
 			case name == "cluster" || name == "q":
 				if v == "true" {
 					out = append(out, "-"+name)
@@ -131,7 +134,7 @@ func reportPlan(passed []string) (secs []section, notes []string, err error) {
 		{title: "Comparison", args: args(modeCompare)},
 		// docs/capacity.md sizes the seed's service from this one: one
 		// instance, whatever -instances the report was given.
-		{title: "The seed's workload, one instance", args: append(slices.DeleteFunc(args(modeCompare, "-workload", "seed"), instancesFlag()), "-instances", "1")},
+		{title: "The seed's workload, one instance", args: append(args(modeCompare, "-workload", seedWorkload), "-instances", "1")},
 		{title: "Lease sweep", args: args(modeSweep, "-sweep", "lease"), chart: sweepChart, name: sweepChart},
 		{title: "Open-loop load sweep", args: args(modeLoad, "-sweep", "load"), chart: loadChart, name: loadChart},
 	}
@@ -166,23 +169,6 @@ func reportPlan(passed []string) (secs []section, notes []string, err error) {
 		}
 	}
 	return secs, notes, nil
-}
-
-// instancesFlag returns a filter of a section's arguments that drops
-// -instances and its value.
-func instancesFlag() func(string) bool {
-	drop := false
-	return func(a string) bool {
-		if drop {
-			drop = false
-			return true
-		}
-		if a == "-instances" {
-			drop = true
-			return true
-		}
-		return false
-	}
 }
 
 // passedFlag reports whether passed ("name=value") sets the flag name to
