@@ -46,7 +46,7 @@ func (e *env) newSystem(name string, fraction float64) (system, error) {
 	}
 	h, err := newHybrid(e.cl, e.s.instances, fraction, e.log, nil)
 	if err != nil {
-		return nil, err
+		return nil, err // not a nil *hybridSystem in a non-nil system
 	}
 	return h, nil
 }
@@ -75,26 +75,23 @@ func newHybrid(cl *cluster, instances int, fraction float64, log *slog.Logger, v
 		} else {
 			cfg.Lease.MaxFraction = fraction
 		}
-		if cl.seeds != nil {
-			// The cluster as one node, with a breaker per master.
-			c := redis.NewClusterClient(remote.BoundClusterOptions(cl.clusterOptions(0)))
+		add := func(name string, c redis.UniversalClient) {
 			h.clients = append(h.clients, c)
-			cfg.Nodes = append(cfg.Nodes, hybrid.Node{Name: cl.names[0], Client: c})
+			cfg.Nodes = append(cfg.Nodes, hybrid.Node{Name: name, Client: c})
 		}
-		for i, o := range cl.opts {
-			if cl.seeds != nil {
-				break // opts are the cluster's masters, for INFO and FLUSHALL only
+		if cl.seeds != nil { // the cluster as one node, with a breaker per master
+			add(cl.names[0], redis.NewClusterClient(remote.BoundClusterOptions(cl.clusterOptions(0))))
+		} else {
+			for i, o := range cl.opts {
+				if i < len(via) && via[i] != "" {
+					p := *o
+					p.Addr = via[i]
+					o = &p
+				}
+				// The client a Limiter builds from Config.Addrs, with the
+				// node's credentials, TLS and database kept.
+				add(cl.names[i], remote.NewClient(o))
 			}
-			// The client a Limiter builds from Config.Addrs, with the
-			// node's credentials, TLS and database kept.
-			if i < len(via) && via[i] != "" {
-				p := *o
-				p.Addr = via[i]
-				o = &p
-			}
-			c := remote.NewClient(o)
-			h.clients = append(h.clients, c)
-			cfg.Nodes = append(cfg.Nodes, hybrid.Node{Name: cl.names[i], Client: c})
 		}
 		lim, err := hybrid.New(cfg)
 		if err != nil {
@@ -112,8 +109,7 @@ func (h *hybridSystem) allow(ctx context.Context, g, i int, key string, limits [
 	return r.Allowed, r.Source, err
 }
 
-func (h *hybridSystem) calls() int64 {
-	var n int64
+func (h *hybridSystem) calls() (n int64) {
 	for _, lim := range h.lims {
 		for _, nd := range lim.Stats().Nodes {
 			n += nd.Calls
@@ -122,8 +118,7 @@ func (h *hybridSystem) calls() int64 {
 	return n
 }
 
-func (h *hybridSystem) leaseUnits() int64 {
-	var n int64
+func (h *hybridSystem) leaseUnits() (n int64) {
 	for _, lim := range h.lims {
 		n += lim.Stats().LeaseUnits
 	}
@@ -176,14 +171,13 @@ var _ system = (*redisRateSystem)(nil)
 func newRedisRate(cl *cluster, pool int) *redisRateSystem {
 	r := &redisRateSystem{seed: maphash.MakeSeed()}
 	if cl.seeds != nil {
-		c := redis.NewClusterClient(cl.clusterOptions(pool))
-		r.clients = append(r.clients, c)
-		r.lims = append(r.lims, redis_rate.NewLimiter(c))
-		return r
+		r.clients = append(r.clients, redis.NewClusterClient(cl.clusterOptions(pool)))
+	} else {
+		for _, o := range cl.opts {
+			r.clients = append(r.clients, newClient(o, pool))
+		}
 	}
-	for _, o := range cl.opts {
-		c := newClient(o, pool)
-		r.clients = append(r.clients, c)
+	for _, c := range r.clients {
 		r.lims = append(r.lims, redis_rate.NewLimiter(c))
 	}
 	return r
