@@ -75,9 +75,8 @@ func loadStepsUpTo(upTo int64) []int64 {
 	return out
 }
 
-// runLoad runs -sweep load: sweepLoad for each selected workload; it
-// prints the table and the highest load each system sustains with p99
-// below latencyTarget, and writes the chart.
+// runLoad runs -sweep load (sweepLoad) for each selected workload, prints
+// the table and the highest-load lines, and writes the chart.
 func runLoad(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	s := e.s
 	steps := loadStepsUpTo(s.maxLoad)
@@ -199,7 +198,6 @@ func (e *env) loadStep(ctx context.Context, w workload, name string, sys system,
 		return loadRow{}, interrupted(ctx)
 	}
 	e.warnErrors(ctx, what, &st.tally)
-	f := cost.figures(st.decisions, st.elapsed)
 	r := loadRow{
 		Type: "load", setup: newSetup(e, w, name, e.s.leaseFraction),
 		OfferedPerSec: float64(rate), Scheduled: st.scheduled, Decisions: st.decisions, Abandoned: st.abandoned,
@@ -208,8 +206,11 @@ func (e *env) loadStep(ctx context.Context, w workload, name string, sys system,
 		P999us: quantileUs(st.latency, 99.9), MaxUs: float64(st.latency.Max()) / 1e3,
 		GeneratorLagP99us: quantileUs(st.lag, 99),
 		Admitted:          st.admitted, Errors: st.errors, Sources: st.sourceNames(),
-		DecisionsPerSec: f.perSec, RedisCallsPerDecision: f.calls, ClientCPUus: f.clientUs, RedisCPUus: f.redisUs,
 		overflow: st.overflow,
+	}
+	if st.decisions > 0 {
+		r.DecisionsPerSec = float64(st.decisions) / st.elapsed.Seconds()
+		r.RedisCallsPerDecision, r.ClientCPUus, r.RedisCPUus = cost.perDecision(st.decisions)
 	}
 	if name == sysGenerator {
 		r.Sources, r.RedisCPUus = map[string]int64{}, nil // it decides nothing, and Redis is idle
@@ -240,16 +241,14 @@ func saturation(r *loadRow) string {
 // whether the generator was behind. alone is the generator's step at the
 // same rate against noSystem, nil if not run.
 //   - The generator limited the step when alone it could not offer the
-//     rate (see judgeGenerator): the figures are the generator's.
-//   - The system did when its calls did not keep up with the arrivals, or
-//     its p99 passed saturationP99 (see saturation).
-//   - Otherwise nothing did; but the generator was behind when its lag
-//     in the step, or its lag or p99 alone, was above generatorBound at
-//     p99. Its lateness is counted in the latencies, as a server counts
-//     the time a request waits for a processor (at this rate, alone, the
-//     generator keeps up), so a p99 below latencyTarget is the system's
-//     all the more, and one above may be the generator's. The reason
-//     says so.
+//     rate (judgeGenerator): the figures are the generator's.
+//   - Else the system did where saturation says why.
+//   - Else nothing did; but the generator was behind when its lag in the
+//     step, or its lag or p99 alone, was above generatorBound at p99. Its
+//     lateness is counted in the latencies, as a server counts the time a
+//     request waits for a processor, so a p99 below latencyTarget is the
+//     system's all the more, and one above may be the generator's. The
+//     reason says so.
 func (r *loadRow) judge(alone *loadRow) {
 	r.behind = r.GeneratorLagP99us > us(generatorBound) || alone != nil && alone.behind
 	r.LimitedBy, r.Reason = limitedSystem, saturation(r)

@@ -19,9 +19,8 @@ import (
 	"github.com/hybridlimit/hybridlimit/limit"
 )
 
-// maxDecisions bounds the decisions of one run whatever -duration says:
-// a run ends at -duration or when every goroutine has made its share of
-// maxDecisions, whichever comes first.
+// maxDecisions bounds the decisions of one run: it ends at -duration or
+// when every goroutine has made its share of maxDecisions, if sooner.
 const maxDecisions = 1 << 30
 
 // sampleEvery is how often a run samples the lease units outstanding and
@@ -92,9 +91,8 @@ func newSetup(e *env, w workload, system string, fraction float64) setup {
 	return st
 }
 
-// tally is what one goroutine of a run counted, closed loop (measure) or
-// open (offer), or, summed by add, the whole run. It is not safe for
-// concurrent use.
+// tally is what one goroutine of a run, closed loop or open, counted, or
+// (add) the whole run. It is not safe for concurrent use.
 type tally struct {
 	decisions, admitted, errors int64
 	abandoned                   int64 // open loop: arrivals never called
@@ -179,42 +177,28 @@ func (m0 meters) since(ctx context.Context, e *env, sys system) meters {
 	return meters{calls: sys.calls() - m0.calls, client: client, redis: redis - m0.redis, redisOK: ok && m0.redisOK}
 }
 
-// figures are the rate and costs both loops report of a run: decisions
-// per second, and per decision round trips to Redis and CPU µs of the
-// bench process and of the nodes (nil where not read).
-type figures struct {
-	perSec, calls, clientUs float64
-	redisUs                 *float64
-}
-
-// figures returns the figures of n decisions over elapsed charged with m;
-// zero figures when n is 0.
-func (m meters) figures(n int64, elapsed time.Duration) (f figures) {
-	if n == 0 {
-		return f
-	}
+// perDecision returns m per decision of n > 0: round trips to Redis, and
+// CPU µs of the bench process and of the nodes (nil where not read).
+func (m meters) perDecision(n int64) (calls, clientUs float64, redisUs *float64) {
 	d := float64(n)
-	f = figures{perSec: d / elapsed.Seconds(), calls: float64(m.calls) / d, clientUs: float64(m.client.Microseconds()) / d}
 	if m.redisOK {
 		v := float64(m.redis.Microseconds()) / d
-		f.redisUs = &v
+		redisUs = &v
 	}
-	return f
+	return float64(m.calls) / d, float64(m.client.Microseconds()) / d, redisUs
 }
 
 // keyCounts is the requests per key index of a run, summed over its
-// goroutines: a count per key of the key space, uint32 since a run makes
-// at most maxDecisions < 2^32. Goroutines add to it atomically: on a
-// random key that is one cache miss, where a map per goroutine flushed
-// into it now and then cost every decision about 0.5µs of the client CPU
-// the run measures.
+// goroutines atomically (uint32: a run makes at most maxDecisions < 2^32):
+// one cache miss on a random key, where a map per goroutine flushed into
+// it now and then cost every decision about 0.5µs of client CPU.
 //
 // first holds, per key, when its first admission was answered (ns since
-// the run's start, plus one; 0: none): a SlidingWindowLog that admits its
-// rate at a key's first admission gives each unit back a period after
-// Redis decided it, not after the run's start (ideal). Redis decided it
-// up to a round trip before the answer came: a run that ends within that
-// round trip after a period's end may admit one rate more than ideal says.
+// the run's start, plus one; 0: none), from which ideal counts: a
+// SlidingWindowLog gives each unit back a period after Redis decided it.
+// Redis decided it up to a round trip before the answer came: a run that
+// ends within that round trip after a period's end may admit one rate
+// more than ideal says.
 type keyCounts struct {
 	n     []uint32
 	first []atomic.Int64
@@ -314,7 +298,6 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
-	// Sample the lease units while the goroutines run.
 	var unitsMax, unitsSum, samples int64
 	tick := time.NewTicker(sampleEvery)
 	last := start
@@ -348,8 +331,8 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	if all.decisions == 0 {
 		return res, nil
 	}
-	f := cost.figures(all.decisions, elapsed)
-	res.DecisionsPerSec, res.RedisCallsPerDecision, res.ClientCPUus, res.RedisCPUus = f.perSec, f.calls, f.clientUs, f.redisUs
+	res.DecisionsPerSec = float64(all.decisions) / elapsed.Seconds()
+	res.RedisCallsPerDecision, res.ClientCPUus, res.RedisCPUus = cost.perDecision(all.decisions)
 	res.P50us, res.P99us = quantileUs(all.latency, 50), quantileUs(all.latency, 99)
 	enforced := w.limits
 	if sysName == sysRedisRate {

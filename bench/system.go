@@ -14,13 +14,12 @@ import (
 	"github.com/hybridlimit/hybridlimit/remote"
 )
 
-// The systems compared, in the order they run.
+// The systems compared; systemNames lists them in the order they run.
 const (
 	sysHybrid    = "hybridlimit"
 	sysRedisRate = "redis_rate"
 )
 
-// systemNames lists the systems compared, in the order they run.
 var systemNames = []string{sysHybrid, sysRedisRate}
 
 // system is one rate-limiting implementation under test.
