@@ -298,6 +298,8 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
+	h, leases := sys.(*hybridSystem)
+	leases = leases && fraction > 0
 	var unitsMax, unitsSum, samples int64
 	tick := time.NewTicker(sampleEvery)
 	last := start
@@ -305,8 +307,8 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 		select {
 		case <-done:
 		case now := <-tick.C:
-			if fraction > 0 {
-				u := sys.leaseUnits()
+			if leases {
+				u := h.leaseUnits()
 				unitsMax, unitsSum, samples = max(unitsMax, u), unitsSum+u, samples+1
 			}
 			e.prog.add(now.Sub(last))

@@ -200,6 +200,5 @@ var _ system = noSystem{}
 func (noSystem) allow(context.Context, int, int, string, []hybrid.Limit) (bool, hybrid.Source, error) {
 	return true, hybrid.SourceRemote, nil
 }
-func (noSystem) calls() int64      { return 0 }
-func (noSystem) leaseUnits() int64 { return 0 }
-func (noSystem) close() error      { return nil }
+func (noSystem) calls() int64 { return 0 }
+func (noSystem) close() error { return nil }

@@ -29,9 +29,6 @@ type system interface {
 	allow(ctx context.Context, g, i int, key string, limits []hybrid.Limit) (bool, hybrid.Source, error)
 	// calls returns the round trips to Redis so far.
 	calls() int64
-	// leaseUnits returns the units outstanding in leases now, summed over
-	// instances: the most the limits may be overrun by at this moment.
-	leaseUnits() int64
 	close() error
 }
 
@@ -117,6 +114,8 @@ func (h *hybridSystem) calls() (n int64) {
 	return n
 }
 
+// leaseUnits returns the units outstanding in leases now, summed over
+// instances: the most the limits may be overrun by at this moment.
 func (h *hybridSystem) leaseUnits() (n int64) {
 	for _, lim := range h.lims {
 		n += lim.Stats().LeaseUnits
@@ -144,10 +143,17 @@ func (h *hybridSystem) close() error {
 	for _, lim := range h.lims {
 		errs = append(errs, lim.Close())
 	}
-	for _, c := range h.clients {
+	h.lims = nil
+	return errors.Join(append(errs, closeClients(&h.clients))...)
+}
+
+// closeClients closes the clients of *cs and forgets them.
+func closeClients(cs *[]redis.UniversalClient) error {
+	var errs []error
+	for _, c := range *cs {
 		errs = append(errs, c.Close())
 	}
-	h.lims, h.clients = nil, nil
+	*cs = nil
 	return errors.Join(errs...)
 }
 
@@ -227,13 +233,4 @@ func limitKey(key string, l hybrid.Limit) string {
 // counted), so one per limit asked, up to the first denial.
 func (r *redisRateSystem) calls() int64 { return r.n.Load() }
 
-func (r *redisRateSystem) leaseUnits() int64 { return 0 }
-
-func (r *redisRateSystem) close() error {
-	var errs []error
-	for _, c := range r.clients {
-		errs = append(errs, c.Close())
-	}
-	r.clients = nil
-	return errors.Join(errs...)
-}
+func (r *redisRateSystem) close() error { return closeClients(&r.clients) }
