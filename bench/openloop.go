@@ -61,10 +61,9 @@ type stepConfig struct {
 	sleep func(time.Duration)
 }
 
-// stepStats is what one step measured: the workers' tally, its latency
-// every released arrival's time from due to its call's return, and for an
-// abandoned one to when it was abandoned (a lower bound of what it would
-// have taken).
+// stepStats is what one step measured. Its latency holds every released
+// arrival's time from due to its call's return, or for an abandoned one
+// to when it was abandoned (a lower bound of what it would have taken).
 type stepStats struct {
 	tally
 	scheduled int64                   // arrivals released to the workers
