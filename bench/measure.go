@@ -94,8 +94,8 @@ func newSetup(e *env, w workload, system string, fraction float64) setup {
 // tally is what one goroutine of a run, closed loop or open, counted, or
 // (add) the whole run. It is not safe for concurrent use.
 type tally struct {
-	decisions, admitted, errors int64
-	abandoned                   int64 // open loop: arrivals never called
+	decisions, admitted, errors int64 // decisions: calls made and returned, failed ones included
+	abandoned                   int64 // open loop: arrivals not started by the drain deadline
 	oneKey                      int64 // closed loop: requests, when the key space is one key
 	firstErr                    error
 	sources                     [numSources]int64 // of the decisions without an error
