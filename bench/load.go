@@ -75,10 +75,8 @@ func loadStepsUpTo(upTo int64) []int64 {
 	return out
 }
 
-// runLoad runs -sweep load: for each selected workload, hybridlimit and
-// redis_rate at each offered load in turn, each until a step saturates it;
-// it prints the table and the highest load each sustains with p99 below
-// latencyTarget, and writes the chart.
+// runLoad runs -sweep load (sweepLoad) for each selected workload, prints
+// the table and the highest-load lines, and writes the chart.
 func runLoad(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	s := e.s
 	steps := loadStepsUpTo(s.maxLoad)
@@ -97,77 +95,63 @@ func runLoad(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	if err := rep.flush(); err != nil {
 		return err
 	}
-	path := filepath.Join(s.out, loadChart)
-	return e.writeChart(path, stdout, s.json, loadPlots(s.workloads, rep.rows)...)
+	return e.writeChart(filepath.Join(s.out, loadChart), stdout, s.json, loadPlots(s.workloads, rep.rows)...)
 }
 
 // warmup is how long a system warms up before its first step.
 func warmup(window time.Duration) time.Duration { return min(window, loadWarmup) }
 
-// loadSystem is a system under test in a sweep and whether it still steps.
-type loadSystem struct {
-	name string
-	sys  system
-	done bool // saturated, or limited by the generator
-}
+// interrupted is the error of a run cut short by ctx.
+func interrupted(ctx context.Context) error { return fmt.Errorf("bench: interrupted: %w", ctx.Err()) }
 
-// sweepLoad steps one workload's offered load for both systems, built
-// once on emptied nodes and warmed up: at each step each system still
-// stepping runs in turn, the generator alone where a judgement needs it,
-// then the step's rows are judged and reported.
+// sweepLoad steps one workload's offered load for hybridlimit and
+// redis_rate, built once on emptied nodes and warmed up: at each step
+// each system still stepping (not yet limited) runs in turn, the
+// generator alone where a judgement needs it, then the step's rows are
+// judged and reported.
 func sweepLoad(ctx context.Context, e *env, w workload, steps []int64, rep *loadReport) (err error) {
-	s := e.s
 	if err := e.cl.flush(ctx); err != nil {
 		return err
 	}
-	var systems []*loadSystem
+	systems := map[string]system{}
 	defer func() {
-		for _, ls := range systems {
-			err = errors.Join(err, ls.sys.close())
+		for _, sys := range systems {
+			err = errors.Join(err, sys.close())
 		}
 	}()
 	for _, name := range systemNames {
-		sys, err := e.newSystem(name, s.leaseFraction)
+		sys, err := e.newSystem(name, e.s.leaseFraction)
 		if err != nil {
 			return err
 		}
-		systems = append(systems, &loadSystem{name: name, sys: sys})
-	}
-	for _, ls := range systems {
-		e.prog.describe(w.name + "/" + ls.name + " warm-up")
+		systems[name] = sys
+		e.prog.describe(w.name + "/" + name + " warm-up")
 		var st *stepStats
-		labelled(ctx, ls.name, w.name, func(ctx context.Context) {
-			st = offer(ctx, ls.sys, w, e.stepConfig(float64(steps[0]), warmup(s.duration)))
+		labelled(ctx, name, w.name, func(ctx context.Context) {
+			st = offer(ctx, sys, w, e.stepConfig(float64(steps[0]), warmup(e.s.duration)))
 		})
 		e.prog.add(st.window)
 		if ctx.Err() != nil {
-			return fmt.Errorf("bench: interrupted: %w", ctx.Err())
+			return interrupted(ctx)
 		}
 	}
-
+	stepping := systemNames
 	for i, rate := range steps {
 		var rows []loadRow
-		var stepping []*loadSystem
-		for _, ls := range systems {
-			if ls.done {
-				continue
-			}
-			row, err := e.loadStep(ctx, w, ls.name, ls.sys, rate)
+		needs := i == 0 // the generator's floor, beside the light load
+		for _, name := range stepping {
+			row, err := e.loadStep(ctx, w, name, systems[name], rate)
 			if err != nil {
 				return err
 			}
+			row.judge(nil)
+			needs = needs || row.LimitedBy != limitedNone || row.behind || row.P99us >= us(latencyTarget)
 			rows = append(rows, row)
-			stepping = append(stepping, ls)
 		}
 		if len(rows) == 0 {
 			return nil
 		}
 		var alone *loadRow
-		needs := i == 0 // the generator's floor, beside the light load
-		for _, r := range rows {
-			r.judge(nil)
-			needs = needs || r.LimitedBy != limitedNone || r.behind || r.P99us >= us(latencyTarget)
-		}
 		if needs {
 			a, err := e.loadStep(ctx, w, sysGenerator, noSystem{}, rate)
 			if err != nil {
@@ -176,12 +160,12 @@ func sweepLoad(ctx context.Context, e *env, w workload, steps []int64, rep *load
 			a.judgeGenerator()
 			alone = &a
 		}
-		for j := range rows {
-			rows[j].judge(alone)
-			if rows[j].LimitedBy != limitedNone {
-				stepping[j].done = true
+		stepping = nil
+		for _, r := range rows {
+			if r.judge(alone); r.LimitedBy == limitedNone {
+				stepping = append(stepping, r.System)
 			}
-			if err := rep.add(rows[j]); err != nil {
+			if err := rep.add(r); err != nil {
 				return err
 			}
 		}
@@ -203,50 +187,33 @@ func (e *env) stepConfig(rate float64, window time.Duration) stepConfig {
 // -duration and returns its row, not yet judged. The arrival schedule of
 // a rate is the same for every system.
 func (e *env) loadStep(ctx context.Context, w workload, name string, sys system, rate int64) (loadRow, error) {
-	s := e.s
+	what := fmt.Sprintf("%s/%s at %d/s", w.name, name, rate)
 	e.prog.describe(fmt.Sprintf("%s/%s %d/s", w.name, name, rate))
-	calls0 := sys.calls()
-	redis0, redisOK := e.redisCPU(ctx)
-	cpu0 := processCPU()
+	m := e.startMeters(ctx, sys)
 	var st *stepStats
-	labelled(ctx, name, w.name, func(ctx context.Context) { st = offer(ctx, sys, w, e.stepConfig(float64(rate), s.duration)) })
-	clientCPU := processCPU() - cpu0
-	redis1, redis1OK := e.redisCPU(ctx)
+	labelled(ctx, name, w.name, func(ctx context.Context) { st = offer(ctx, sys, w, e.stepConfig(float64(rate), e.s.duration)) })
+	cost := m.since(ctx, e, sys)
 	e.prog.add(st.elapsed)
 	if ctx.Err() != nil {
-		return loadRow{}, fmt.Errorf("bench: interrupted: %w", ctx.Err())
+		return loadRow{}, interrupted(ctx)
 	}
-	if st.errors > 0 {
-		fmt.Fprintf(e.stderr, "bench: %s/%s at %d/s: %d of %d decisions failed, first: %v\n", w.name, name, rate, st.errors, st.decisions, st.firstErr)
-	}
-
+	e.warnErrors(ctx, what, &st.tally)
 	r := loadRow{
-		Type: "load", setup: newSetup(e, w, name, s.leaseFraction),
+		Type: "load", setup: newSetup(e, w, name, e.s.leaseFraction),
 		OfferedPerSec: float64(rate), Scheduled: st.scheduled, Decisions: st.decisions, Abandoned: st.abandoned,
 		Seconds: st.elapsed.Seconds(), AchievedPct: 100 * st.achieved(),
 		P50us: quantileUs(st.latency, 50), P99us: quantileUs(st.latency, 99),
 		P999us: quantileUs(st.latency, 99.9), MaxUs: float64(st.latency.Max()) / 1e3,
 		GeneratorLagP99us: quantileUs(st.lag, 99),
-		Admitted:          st.admitted, Errors: st.errors, Sources: map[string]int64{},
+		Admitted:          st.admitted, Errors: st.errors, Sources: st.sourceNames(),
 		overflow: st.overflow,
 	}
-	if st.decisions == 0 {
-		return r, nil
+	if st.decisions > 0 {
+		r.DecisionsPerSec = float64(st.decisions) / st.elapsed.Seconds()
+		r.RedisCallsPerDecision, r.ClientCPUus, r.RedisCPUus = cost.perDecision(st.decisions)
 	}
-	r.DecisionsPerSec = float64(st.decisions) / st.elapsed.Seconds()
-	r.RedisCallsPerDecision = float64(sys.calls()-calls0) / float64(st.decisions)
-	r.ClientCPUus = float64(clientCPU.Microseconds()) / float64(st.decisions)
 	if name == sysGenerator {
-		return r, nil // it decides nothing: no sources, and Redis is idle
-	}
-	for src, n := range st.sources {
-		if n > 0 {
-			r.Sources[hybrid.Source(src).String()] = n
-		}
-	}
-	if redisOK && redis1OK {
-		v := float64((redis1 - redis0).Microseconds()) / float64(st.decisions)
-		r.RedisCPUus = &v
+		r.Sources, r.RedisCPUus = map[string]int64{}, nil // it decides nothing, and Redis is idle
 	}
 	return r, nil
 }
@@ -254,9 +221,9 @@ func (e *env) loadStep(ctx context.Context, w workload, name string, sys system,
 // us is d in microseconds.
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
-// backlog says why a step did not keep up with its arrivals, or "" if it
-// did.
-func backlog(r loadRow) string {
+// saturation says why a step did not keep up with its arrivals, or its
+// p99 passed saturationP99, or "" if neither.
+func saturation(r *loadRow) string {
 	switch {
 	case r.overflow:
 		return fmt.Sprintf("over %d arrivals waited for a worker", loadQueue)
@@ -264,6 +231,8 @@ func backlog(r loadRow) string {
 		return fmt.Sprintf("%d arrivals not started within %v of the window's end", r.Abandoned, loadDrain)
 	case r.AchievedPct < 100*minAchieved:
 		return fmt.Sprintf("calls returned at %.0f%% of the arrival rate", r.AchievedPct)
+	case r.P99us > us(saturationP99):
+		return fmt.Sprintf("p99 above %v", saturationP99)
 	}
 	return ""
 }
@@ -272,63 +241,41 @@ func backlog(r loadRow) string {
 // whether the generator was behind. alone is the generator's step at the
 // same rate against noSystem, nil if not run.
 //   - The generator limited the step when alone it could not offer the
-//     rate (see judgeGenerator): the figures are the generator's.
-//   - The system did when its calls did not keep up with the arrivals
-//     (see backlog), or its p99 passed saturationP99.
-//   - Otherwise nothing did; but the generator was behind when its lag
-//     in the step, or its lag or p99 alone, was above generatorBound at
-//     p99. Its lateness is counted in the latencies, as a server counts
-//     the time a request waits for a processor (at this rate, alone, the
-//     generator keeps up), so a p99 below latencyTarget is the system's
-//     all the more, and one above may be the generator's. The reason
-//     says so.
+//     rate (judgeGenerator): the figures are the generator's.
+//   - Else the system did where saturation says why.
+//   - Else nothing did; but the generator was behind when its lag in the
+//     step, or its lag or p99 alone, was above generatorBound at p99. Its
+//     lateness is counted in the latencies, as a server counts the time a
+//     request waits for a processor, so a p99 below latencyTarget is the
+//     system's all the more, and one above may be the generator's. The
+//     reason says so.
 func (r *loadRow) judge(alone *loadRow) {
-	r.LimitedBy, r.Reason = limitedNone, ""
 	r.behind = r.GeneratorLagP99us > us(generatorBound) || alone != nil && alone.behind
-	switch why := backlog(*r); {
+	r.LimitedBy, r.Reason = limitedSystem, saturation(r)
+	switch {
 	case alone != nil && alone.LimitedBy != limitedNone:
 		r.LimitedBy, r.Reason = limitedGenerator, "the generator alone cannot offer this load: "+alone.Reason
-	case why != "":
-		r.LimitedBy, r.Reason = limitedSystem, why
-	case r.P99us > us(saturationP99):
-		r.LimitedBy, r.Reason = limitedSystem, fmt.Sprintf("p99 above %v", saturationP99)
+	case r.Reason != "":
 	case r.behind:
-		r.Reason = fmt.Sprintf("the generator fell behind: lag p99 %s", latency(r.GeneratorLagP99us))
+		r.LimitedBy, r.Reason = limitedNone, "the generator fell behind: lag p99 "+latency(r.GeneratorLagP99us)
 		if alone != nil {
 			r.Reason += fmt.Sprintf(", alone lag p99 %s, p99 %s", latency(alone.GeneratorLagP99us), latency(alone.P99us))
 		}
+	default:
+		r.LimitedBy = limitedNone
 	}
 }
 
 // judgeGenerator sets whether the generator alone, against noSystem,
-// offered its step's load: it is limited when its calls did not keep up
-// with the arrivals (see backlog) or their p99 passed saturationP99, and
-// behind when its lag or its p99 passed generatorBound.
+// offered its step's load: it is limited where a system would be (see
+// saturation), and behind when its lag or its p99 passed generatorBound.
 func (r *loadRow) judgeGenerator() {
-	r.LimitedBy, r.Reason = limitedNone, ""
 	r.behind = r.GeneratorLagP99us > us(generatorBound) || r.P99us > us(generatorBound)
-	switch why := backlog(*r); {
-	case why != "":
-		r.LimitedBy, r.Reason = limitedGenerator, why
-	case r.P99us > us(saturationP99):
-		r.LimitedBy, r.Reason = limitedGenerator, fmt.Sprintf("p99 above %v", saturationP99)
-	case r.behind:
-		r.Reason = fmt.Sprintf("behind: lag p99 %s, p99 %s", latency(r.GeneratorLagP99us), latency(r.P99us))
-	}
-}
-
-// highestUnderTarget returns, from one system's steps in offered order,
-// the highest offered load up to which every step kept up with p99 below
-// latencyTarget (0: not even the first), and the step that ended the run
-// of them: nil when the steps ran out first. best is then only a lower
-// bound, as it is when stop was limited by the generator, or failed the
-// target, not limited, while the generator was behind.
-func highestUnderTarget(rows []loadRow) (best float64, stop *loadRow) {
-	for i, r := range rows {
-		if r.LimitedBy != limitedNone || r.P99us >= us(latencyTarget) {
-			return best, &rows[i]
+	r.LimitedBy, r.Reason = limitedGenerator, saturation(r)
+	if r.Reason == "" {
+		r.LimitedBy = limitedNone
+		if r.behind {
+			r.Reason = fmt.Sprintf("behind: lag p99 %s, p99 %s", latency(r.GeneratorLagP99us), latency(r.P99us))
 		}
-		best = r.OfferedPerSec
 	}
-	return best, nil
 }

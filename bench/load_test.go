@@ -2,10 +2,14 @@ package main
 
 import (
 	"errors"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/hybridlimit/hybridlimit/hybrid"
 )
 
 // checkSteps checks what every sweep of one workload must show on its two
@@ -227,5 +231,31 @@ func TestHighestUnderTarget(t *testing.T) {
 		if got := describeHighest(tt.rows); got != tt.want {
 			t.Errorf("describeHighest(%s) = %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestTally: what the closed and the open loop count of each decision, and
+// their sum over goroutines.
+func TestTally(t *testing.T) {
+	errDown := errors.New("down")
+	var a, b tally
+	a.count(true, hybrid.SourceLease, nil)
+	a.count(false, hybrid.SourceRemote, nil)
+	a.count(true, hybrid.SourceFailOpen, errDown) // an error: not admitted, no source
+	b.count(true, hybrid.SourceRemote, nil)
+	b.count(false, hybrid.SourceRemote, errors.New("later"))
+	b.abandoned, b.last, a.last = 2, 5*time.Millisecond, 3*time.Millisecond
+	a.latency, b.latency = newHist(), newHist()
+	record(b.latency, time.Millisecond)
+	a.add(&b)
+	if a.decisions != 5 || a.admitted != 2 || a.errors != 2 || a.abandoned != 2 || a.last != 5*time.Millisecond || a.firstErr != errDown {
+		t.Errorf("sum = %d decisions, %d admitted, %d errors, %d abandoned, last %v, first error %v; want 5, 2, 2, 2, 5ms, %v",
+			a.decisions, a.admitted, a.errors, a.abandoned, a.last, a.firstErr, errDown)
+	}
+	if got, want := a.sourceNames(), map[string]int64{"remote": 2, "lease": 1}; !maps.Equal(got, want) {
+		t.Errorf("sourceNames() = %v, want %v", got, want)
+	}
+	if n := a.latency.TotalCount(); n != 1 {
+		t.Errorf("%d latencies after add, want b's 1", n)
 	}
 }

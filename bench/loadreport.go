@@ -20,15 +20,14 @@ const loadChart = "latency-throughput.svg"
 // offered load followed by the highest load each system sustains with p99
 // below latencyTarget. It keeps the rows for the chart.
 type loadReport struct {
-	json bool
-	enc  *json.Encoder
+	enc  *json.Encoder // nil: a table
 	w    io.Writer
 	rows []loadRow
 	done bool // flushed
 }
 
 func newLoadReport(w io.Writer, asJSON bool) *loadReport {
-	r := &loadReport{json: asJSON, w: w}
+	r := &loadReport{w: w}
 	if asJSON {
 		r.enc = json.NewEncoder(w)
 	}
@@ -37,76 +36,54 @@ func newLoadReport(w io.Writer, asJSON bool) *loadReport {
 
 func (r *loadReport) add(row loadRow) error {
 	r.rows = append(r.rows, row)
-	if r.json {
+	if r.enc != nil {
 		return r.enc.Encode(row)
 	}
 	return nil
 }
 
-// ordered returns the rows sorted by workload (in the order they ran),
-// system (hybridlimit, redis_rate, the generator) and offered load.
-func (r *loadReport) ordered() []loadRow {
-	workloads := workloadsOf(r.rows)
-	systems := append(slices.Clone(systemNames), sysGenerator)
-	rows := slices.Clone(r.rows)
-	slices.SortStableFunc(rows, func(a, b loadRow) int {
-		return cmp.Or(
-			cmp.Compare(slices.Index(workloads, a.Workload), slices.Index(workloads, b.Workload)),
-			cmp.Compare(slices.Index(systems, a.System), slices.Index(systems, b.System)),
-			cmp.Compare(a.OfferedPerSec, b.OfferedPerSec))
-	})
-	return rows
-}
+// loadSystems are the systems of the rows of -sweep load, in the order
+// they are reported.
+var loadSystems = append(slices.Clone(systemNames), sysGenerator)
 
 // flush writes the table and the highest-load lines, once; it does
 // nothing for JSON.
 func (r *loadReport) flush() error {
-	if r.json || r.done || len(r.rows) == 0 {
+	if r.enc != nil || r.done || len(r.rows) == 0 {
 		return nil
 	}
 	r.done = true
-	rows := r.ordered()
 	tw := newTable(r.w)
 	fmt.Fprintln(tw, "workload\tsystem\toffered/s\tachieved/s\tp50\tp99\tp99.9\tmax\tgen lag p99\tredis calls/decision\tcpu/decision client+redis\tsources\tlimited by")
-	for _, row := range rows {
-		limited := "-"
-		switch {
-		case row.LimitedBy != limitedNone:
-			limited = row.LimitedBy + ": " + row.Reason
-		case row.Reason != "":
-			limited = "- (" + row.Reason + ")"
+	for _, wl := range workloadsOf(r.rows) {
+		for _, sys := range loadSystems {
+			for _, row := range rowsOf(r.rows, wl, sys) {
+				limited := "-"
+				switch {
+				case row.LimitedBy != limitedNone:
+					limited = row.LimitedBy + ": " + row.Reason
+				case row.Reason != "":
+					limited = "- (" + row.Reason + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t%s\t%s\n",
+					row.Workload, row.System, row.OfferedPerSec, row.DecisionsPerSec,
+					latency(row.P50us), latency(row.P99us), latency(row.P999us), latency(row.MaxUs), latency(row.GeneratorLagP99us),
+					row.RedisCallsPerDecision, cpuLabel(row.ClientCPUus, row.RedisCPUus), sourceMix(row.Sources), limited)
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t%s\t%s\n",
-			row.Workload, row.System, row.OfferedPerSec, row.DecisionsPerSec,
-			latency(row.P50us), latency(row.P99us), latency(row.P999us), latency(row.MaxUs), latency(row.GeneratorLagP99us),
-			row.RedisCallsPerDecision, cpuLabel(row.ClientCPUus, row.RedisCPUus), sourceMix(row.Sources), limited)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return writeHighest(r.w, rows)
-}
-
-// writeHighest writes, per workload, the highest offered load each system
-// sustained with p99 below latencyTarget. rows are in ordered's order.
-func writeHighest(w io.Writer, rows []loadRow) error {
-	if _, err := fmt.Fprintln(w); err != nil {
-		return err
-	}
-	for _, wl := range workloadsOf(rows) {
+	fmt.Fprintln(r.w)
+	for _, wl := range workloadsOf(r.rows) {
 		var parts []string
 		for _, sys := range systemNames {
-			var own []loadRow
-			for _, row := range rows {
-				if row.Workload == wl && row.System == sys {
-					own = append(own, row)
-				}
-			}
-			if len(own) > 0 {
+			if own := rowsOf(r.rows, wl, sys); len(own) > 0 {
 				parts = append(parts, sys+" "+describeHighest(own))
 			}
 		}
-		if _, err := fmt.Fprintf(w, "highest load with p99 < %d ms, %s: %s\n", latencyTarget.Milliseconds(), wl, strings.Join(parts, ", ")); err != nil {
+		if _, err := fmt.Fprintf(r.w, "highest load with p99 < %d ms, %s: %s\n", latencyTarget.Milliseconds(), wl, strings.Join(parts, ", ")); err != nil {
 			return err
 		}
 	}
@@ -124,22 +101,38 @@ func workloadsOf(rows []loadRow) []string {
 	return out
 }
 
-// describeHighest says what highestUnderTarget found in one system's
-// rows: "20000/s"; "≥ 300000/s (...)" where that is a lower bound; or
-// why there is no figure.
+// rowsOf returns the rows of one workload and system, in offered order.
+func rowsOf(rows []loadRow, workload, system string) []loadRow {
+	own := slices.DeleteFunc(slices.Clone(rows), func(r loadRow) bool { return r.Workload != workload || r.System != system })
+	slices.SortStableFunc(own, func(a, b loadRow) int { return cmp.Compare(a.OfferedPerSec, b.OfferedPerSec) })
+	return own
+}
+
+// describeHighest says, from one system's rows in offered order, up to
+// which offered load every step kept up with p99 below latencyTarget:
+// "20000/s (at 30000/s p99 1.20ms)", with the step that ended the run of
+// them; "≥ 300000/s (...)" where that is a lower bound: the steps ran
+// out, or the step that ended them was limited by the generator, or failed
+// the target, not limited, while the generator was behind; or why there
+// is no figure.
 func describeHighest(rows []loadRow) string {
-	best, stop := highestUnderTarget(rows)
-	if stop == nil {
-		return fmt.Sprintf("≥ %.0f/s (the highest step run)", best)
+	i := slices.IndexFunc(rows, func(r loadRow) bool { return r.LimitedBy != limitedNone || r.P99us >= us(latencyTarget) })
+	if i < 0 {
+		return fmt.Sprintf("≥ %.0f/s (the highest step run)", rows[len(rows)-1].OfferedPerSec)
 	}
+	var best float64
+	if i > 0 {
+		best = rows[i-1].OfferedPerSec
+	}
+	stop := rows[i]
 	at := fmt.Sprintf("at %.0f/s", stop.OfferedPerSec)
 	switch {
-	case stop.LimitedBy == limitedNone && stop.behind:
-		at += fmt.Sprintf(" p99 %s, %s", latency(stop.P99us), stop.Reason)
-	case stop.LimitedBy == limitedNone:
-		at += fmt.Sprintf(" p99 %s", latency(stop.P99us))
-	default:
+	case stop.LimitedBy != limitedNone:
 		at += " " + stop.LimitedBy + ": " + stop.Reason
+	case stop.behind:
+		at += fmt.Sprintf(" p99 %s, %s", latency(stop.P99us), stop.Reason)
+	default:
+		at += fmt.Sprintf(" p99 %s", latency(stop.P99us))
 	}
 	lower := stop.LimitedBy == limitedGenerator || stop.LimitedBy == limitedNone && stop.behind
 	switch {
@@ -164,17 +157,14 @@ func loadPlots(workloads []string, rows []loadRow) []*plot.Plot {
 		p.X.Tick.Marker = offeredTicks{}
 		useLogY(p)
 		lines := 0
-		for i, sys := range append(slices.Clone(systemNames), sysGenerator) {
+		for i, sys := range loadSystems {
 			var xys plotter.XYs
-			for _, row := range rows {
-				if row.Workload == wl && row.System == sys {
-					xys = append(xys, plotter.XY{X: row.OfferedPerSec, Y: positive(row.P99us)})
-				}
+			for _, row := range rowsOf(rows, wl, sys) {
+				xys = append(xys, plotter.XY{X: row.OfferedPerSec, Y: positive(row.P99us)})
 			}
 			if len(xys) == 0 {
 				continue
 			}
-			slices.SortFunc(xys, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
 			name := sys + " p99"
 			if sys == sysGenerator {
 				name = "the generator alone, p99"

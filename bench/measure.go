@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,9 +19,8 @@ import (
 	"github.com/hybridlimit/hybridlimit/limit"
 )
 
-// maxDecisions bounds the decisions of one run whatever -duration says:
-// a run ends at -duration or when every goroutine has made its share of
-// maxDecisions, whichever comes first.
+// maxDecisions bounds the decisions of one run: it ends at -duration or
+// when every goroutine has made its share of maxDecisions, if sooner.
 const maxDecisions = 1 << 30
 
 // sampleEvery is how often a run samples the lease units outstanding and
@@ -91,28 +91,114 @@ func newSetup(e *env, w workload, system string, fraction float64) setup {
 	return st
 }
 
-// tally is what one goroutine counted.
+// tally is what one goroutine of a run, closed loop or open, counted, or
+// (add) the whole run. It is not safe for concurrent use.
 type tally struct {
-	decisions, admitted, errors int64
+	decisions, admitted, errors int64 // decisions: calls made and returned, failed ones included
+	abandoned                   int64 // open loop: arrivals not started by the drain deadline
+	oneKey                      int64 // closed loop: requests, when the key space is one key
 	firstErr                    error
-	sources                     [numSources]int64
-	oneKey                      int64                   // requests, when the key space is one key
-	latency                     *hdrhistogram.Histogram // every 8th call's
+	sources                     [numSources]int64 // of the decisions without an error
+	last                        time.Duration     // open loop: when its last call returned
+	latency                     *hdrhistogram.Histogram
+}
+
+// count counts one decision, as sys.allow returned it.
+func (t *tally) count(ok bool, src hybrid.Source, err error) {
+	t.decisions++
+	if err != nil {
+		if t.errors == 0 {
+			t.firstErr = err
+		}
+		t.errors++
+		return
+	}
+	if ok {
+		t.admitted++
+	}
+	if int(src) < numSources {
+		t.sources[src]++
+	}
+}
+
+// add adds what o counted to t; o's latencies when both have them.
+func (t *tally) add(o *tally) {
+	t.decisions, t.admitted, t.errors = t.decisions+o.decisions, t.admitted+o.admitted, t.errors+o.errors
+	t.abandoned, t.oneKey, t.last = t.abandoned+o.abandoned, t.oneKey+o.oneKey, max(t.last, o.last)
+	t.firstErr = cmp.Or(t.firstErr, o.firstErr)
+	for src, n := range o.sources {
+		t.sources[src] += n
+	}
+	if t.latency != nil && o.latency != nil {
+		t.latency.Merge(o.latency)
+	}
+}
+
+// sourceNames returns the decisions by source name, zero counts left out.
+func (t *tally) sourceNames() map[string]int64 {
+	m := map[string]int64{}
+	for src, n := range t.sources {
+		if n > 0 {
+			m[hybrid.Source(src).String()] = n
+		}
+	}
+	return m
+}
+
+// warnErrors says on stderr, unless ctx was cancelled, that some of t's
+// decisions in what failed, and the first error.
+func (e *env) warnErrors(ctx context.Context, what string, t *tally) {
+	if t.errors > 0 && ctx.Err() == nil {
+		fmt.Fprintf(e.stderr, "bench: %s: %d of %d decisions failed, first: %v\n", what, t.errors, t.decisions, t.firstErr)
+	}
+}
+
+// meters are what a run is charged with: the system's round trips to
+// Redis and the CPU of the bench process and of the nodes (redisOK: it
+// could be read).
+type meters struct {
+	calls         int64
+	client, redis time.Duration
+	redisOK       bool
+}
+
+// startMeters reads the meters as a run starts, the bench process's CPU
+// last: reading the nodes' costs it some.
+func (e *env) startMeters(ctx context.Context, sys system) meters {
+	redis, ok := e.redisCPU(ctx)
+	return meters{calls: sys.calls(), client: processCPU(), redis: redis, redisOK: ok}
+}
+
+// since returns what the run was charged with since m0, reading the bench
+// process's CPU first.
+func (m0 meters) since(ctx context.Context, e *env, sys system) meters {
+	client := processCPU() - m0.client
+	redis, ok := e.redisCPU(ctx)
+	return meters{calls: sys.calls() - m0.calls, client: client, redis: redis - m0.redis, redisOK: ok && m0.redisOK}
+}
+
+// perDecision returns m per decision of n > 0: round trips to Redis, and
+// CPU µs of the bench process and of the nodes (nil where not read).
+func (m meters) perDecision(n int64) (calls, clientUs float64, redisUs *float64) {
+	d := float64(n)
+	if m.redisOK {
+		v := float64(m.redis.Microseconds()) / d
+		redisUs = &v
+	}
+	return float64(m.calls) / d, float64(m.client.Microseconds()) / d, redisUs
 }
 
 // keyCounts is the requests per key index of a run, summed over its
-// goroutines: a count per key of the key space, uint32 since a run makes
-// at most maxDecisions < 2^32. Goroutines add to it atomically: on a
-// random key that is one cache miss, where a map per goroutine flushed
-// into it now and then cost every decision about 0.5µs of the client CPU
-// the run measures.
+// goroutines atomically (uint32: a run makes at most maxDecisions < 2^32):
+// one cache miss on a random key, where a map per goroutine flushed into
+// it now and then cost every decision about 0.5µs of client CPU.
 //
 // first holds, per key, when its first admission was answered (ns since
-// the run's start, plus one; 0: none): a SlidingWindowLog that admits its
-// rate at a key's first admission gives each unit back a period after
-// Redis decided it, not after the run's start (ideal). Redis decided it
-// up to a round trip before the answer came: a run that ends within that
-// round trip after a period's end may admit one rate more than ideal says.
+// the run's start, plus one; 0: none), from which ideal counts: a
+// SlidingWindowLog gives each unit back a period after Redis decided it.
+// Redis decided it up to a round trip before the answer came: a run that
+// ends within that round trip after a period's end may admit one rate
+// more than ideal says.
 type keyCounts struct {
 	n     []uint32
 	first []atomic.Int64
@@ -124,10 +210,6 @@ func newKeyCounts(keys int) *keyCounts {
 
 // count counts a request for the key of index k.
 func (c *keyCounts) count(k int) { atomic.AddUint32(&c.n[k], 1) }
-
-// unseen reports whether no admission of the key of index k has been
-// noted (seen).
-func (c *keyCounts) unseen(k int) bool { return c.first[k].Load() == 0 }
 
 // seen notes an admission of the key of index k answered at since the
 // run's start, if it is the earliest noted.
@@ -152,40 +234,35 @@ func (c *keyCounts) from(k int) time.Duration {
 
 // measure runs w against one system (sysHybrid with Lease.MaxFraction
 // fraction, or sysRedisRate) for -duration with -concurrency goroutines,
-// on freshly flushed nodes, and closes the system before returning.
+// closed loop, on freshly flushed nodes, and closes the system before
+// returning.
 func measure(ctx context.Context, e *env, w workload, sysName string, fraction float64) (res result, err error) {
-	s := e.s
 	if err := e.cl.flush(ctx); err != nil {
 		return res, err
 	}
 	if sysName == sysRedisRate {
 		fraction = 0
 	}
-	leases := fraction > 0
 	sys, err := e.newSystem(sysName, fraction)
 	if err != nil {
 		return res, err
 	}
 	defer func() { err = errors.Join(err, sys.close()) }()
 
-	calls0 := sys.calls()
-	perG := max(1, maxDecisions/s.concurrency)
-	tallies := make([]tally, s.concurrency)
-	for i := range tallies {
-		tallies[i].latency = newHist()
-	}
+	perG := max(1, maxDecisions/e.s.concurrency)
+	tallies := make([]tally, e.s.concurrency)
 	counts := newKeyCounts(w.keys.len())
-	oneKey := w.keys.len() == 1 // count without a map on the hot path
-	redis0, redisOK := e.redisCPU(ctx)
-	runCtx, cancel := context.WithTimeout(ctx, s.duration)
+	oneKey := w.keys.len() == 1 // count without an atomic on the hot path
+	m := e.startMeters(ctx, sys)
+	runCtx, cancel := context.WithTimeout(ctx, e.s.duration)
 	defer cancel()
 	stop := runCtx.Done()
-	cpu0 := processCPU()
 	start := time.Now()
 	var wg sync.WaitGroup
-	for g := range s.concurrency {
+	for g := range tallies {
+		t := &tallies[g]
+		t.latency = newHist()
 		wg.Go(func() {
-			t := &tallies[g]
 			p := w.picker(uint64(g) + 1)
 			// A context of its own, as each request of a server has: the
 			// systems select on its Done channel, which all the goroutines
@@ -193,45 +270,27 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			for i := 0; i < perG; i++ {
-				if i%16 == 0 {
-					select {
-					case <-stop:
-						return
-					default:
-					}
+				if i%16 == 0 && isClosed(stop) {
+					return
 				}
 				k := p.next()
-				var ok bool
-				var src hybrid.Source
-				var err error
-				if i%8 == 0 {
-					t0 := time.Now()
-					ok, src, err = sys.allow(ctx, g, i, w.keys.key(k), w.limits)
-					record(t.latency, time.Since(t0))
-				} else {
-					ok, src, err = sys.allow(ctx, g, i, w.keys.key(k), w.limits)
+				timed := i%8 == 0 // the latency of every 8th call
+				var t0 time.Time
+				if timed {
+					t0 = time.Now()
 				}
-				t.decisions++
+				ok, src, err := sys.allow(ctx, g, i, w.keys.key(k), w.limits)
+				if timed {
+					record(t.latency, time.Since(t0))
+				}
+				t.count(ok, src, err)
 				if oneKey {
 					t.oneKey++
 				} else {
 					counts.count(k)
 				}
-				if ok && counts.unseen(k) {
+				if ok && counts.first[k].Load() == 0 {
 					counts.seen(k, time.Since(start))
-				}
-				if err != nil {
-					if t.errors == 0 {
-						t.firstErr = err
-					}
-					t.errors++
-					continue
-				}
-				if ok {
-					t.admitted++
-				}
-				if int(src) < numSources {
-					t.sources[src]++
 				}
 			}
 		})
@@ -239,20 +298,18 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
-	// Sample the lease units while the goroutines run.
+	h, leases := sys.(*hybridSystem)
+	leases = leases && fraction > 0
 	var unitsMax, unitsSum, samples int64
 	tick := time.NewTicker(sampleEvery)
 	last := start
-	for waiting := true; waiting; {
+	for !isClosed(done) {
 		select {
 		case <-done:
-			waiting = false
 		case now := <-tick.C:
 			if leases {
-				u := sys.leaseUnits()
-				unitsMax = max(unitsMax, u)
-				unitsSum += u
-				samples++
+				u := h.leaseUnits()
+				unitsMax, unitsSum, samples = max(unitsMax, u), unitsSum+u, samples+1
 			}
 			e.prog.add(now.Sub(last))
 			last = now
@@ -260,45 +317,25 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	}
 	tick.Stop()
 	elapsed := time.Since(start)
-	clientCPU := processCPU() - cpu0
-	redis1, redis1OK := e.redisCPU(ctx)
-	redisOK = redisOK && redis1OK
-	e.prog.add(max(0, min(s.duration, elapsed)-last.Sub(start)))
+	cost := m.since(ctx, e, sys)
+	e.prog.add(max(0, min(e.s.duration, elapsed)-last.Sub(start)))
 
-	res = result{Type: "result", Mode: s.mode, setup: newSetup(e, w, sysName, fraction), Seconds: elapsed.Seconds(), Sources: map[string]int64{}}
-	lat := newHist()
-	var firstErr error
+	all := tally{latency: newHist()}
 	for i := range tallies {
-		t := &tallies[i]
-		res.Decisions += t.decisions
-		res.Admitted += t.admitted
-		res.Errors += t.errors
-		if firstErr == nil {
-			firstErr = t.firstErr
-		}
-		counts.n[0] += uint32(t.oneKey)
-		for src, n := range t.sources {
-			if n > 0 {
-				res.Sources[hybrid.Source(src).String()] += n
-			}
-		}
-		lat.Merge(t.latency)
+		all.add(&tallies[i])
 	}
-	if res.Errors > 0 && ctx.Err() == nil {
-		fmt.Fprintf(e.stderr, "bench: %s/%s: %d of %d decisions failed, first: %v\n", w.name, sysName, res.Errors, res.Decisions, firstErr)
+	counts.n[0] += uint32(all.oneKey)
+	e.warnErrors(ctx, w.name+"/"+sysName, &all)
+	res = result{
+		Type: "result", Mode: e.s.mode, setup: newSetup(e, w, sysName, fraction), Seconds: elapsed.Seconds(),
+		Decisions: all.decisions, Admitted: all.admitted, Errors: all.errors, Sources: all.sourceNames(),
 	}
-	if res.Decisions == 0 {
+	if all.decisions == 0 {
 		return res, nil
 	}
-	res.DecisionsPerSec = float64(res.Decisions) / elapsed.Seconds()
-	res.P50us = quantileUs(lat, 50)
-	res.P99us = quantileUs(lat, 99)
-	res.RedisCallsPerDecision = float64(sys.calls()-calls0) / float64(res.Decisions)
-	res.ClientCPUus = float64(clientCPU.Microseconds()) / float64(res.Decisions)
-	if redisOK {
-		us := float64((redis1 - redis0).Microseconds()) / float64(res.Decisions)
-		res.RedisCPUus = &us
-	}
+	res.DecisionsPerSec = float64(all.decisions) / elapsed.Seconds()
+	res.RedisCallsPerDecision, res.ClientCPUus, res.RedisCPUus = cost.perDecision(all.decisions)
+	res.P50us, res.P99us = quantileUs(all.latency, 50), quantileUs(all.latency, 99)
 	enforced := w.limits
 	if sysName == sysRedisRate {
 		enforced = slices.Clone(enforced)
@@ -311,13 +348,22 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 		res.AdmittedPctOfIdeal = 100 * float64(res.Admitted) / res.Ideal
 	}
 	if samples > 0 {
-		res.LeaseUnitsMax = unitsMax
-		res.LeaseUnitsMean = float64(unitsSum) / float64(samples)
+		res.LeaseUnitsMax, res.LeaseUnitsMean = unitsMax, float64(unitsSum)/float64(samples)
 		if res.Ideal > 0 {
 			res.LeaseBoundPct = 100 * float64(unitsMax) / res.Ideal
 		}
 	}
 	return res, nil
+}
+
+// isClosed reports whether c is closed, without waiting.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // ideal is what one exact limiter would at most have admitted in
@@ -326,10 +372,13 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 // starting with no use. A key asked for no more than the least capacity of
 // limits (what each admits at once) is admitted all it asked for.
 func ideal(limits []hybrid.Limit, counts *keyCounts, start time.Time, elapsed time.Duration) float64 {
-	least := float64(minCapacity(limits))
+	least := limits[0].Capacity()
+	for _, l := range limits[1:] {
+		least = min(least, l.Capacity())
+	}
 	var sum float64
 	for k, n := range counts.n {
-		if float64(n) <= least {
+		if int64(n) <= least {
 			sum += float64(n)
 			continue
 		}
@@ -337,15 +386,6 @@ func ideal(limits []hybrid.Limit, counts *keyCounts, start time.Time, elapsed ti
 		sum += math.Min(float64(n), limitsCapacity(limits, start.Add(from), elapsed-from))
 	}
 	return sum
-}
-
-// minCapacity is the least capacity of limits.
-func minCapacity(limits []hybrid.Limit) int64 {
-	c := limits[0].Capacity()
-	for _, l := range limits[1:] {
-		c = min(c, l.Capacity())
-	}
-	return c
 }
 
 // limitsCapacity is the most an exact limiter admits for one key in
@@ -370,19 +410,16 @@ func limitsCapacity(limits []hybrid.Limit, start time.Time, elapsed time.Duratio
 //     package limit admits to a key asked for all it has at every step:
 //     TestSlidingWindowLogCapacity);
 //   - SlidingWindowCounter: what package limit admits to a key asked for
-//     all it has at every step of the run (at most 200,000 steps): the
-//     estimate weighs the window before, so the figure depends on where
-//     the run starts in its window, between rate × (1 + elapsed/Period)
-//     and rate less.
+//     all it has at every step of the run (saturated): the estimate weighs
+//     the window before, so the figure depends on where the run starts in
+//     its window, between rate × (1 + elapsed/Period) and rate less.
 func keyCapacity(l hybrid.Limit, start time.Time, elapsed time.Duration) float64 {
 	r := float64(l.Rate)
 	periods := elapsed.Seconds() / l.Period.Seconds()
 	switch l.Algorithm {
 	case hybrid.FixedWindow:
 		p := l.Period.Microseconds()
-		first := start.UnixMicro() / p
-		last := start.Add(elapsed).UnixMicro() / p
-		return r * float64(last-first+1)
+		return r * float64(start.Add(elapsed).UnixMicro()/p-start.UnixMicro()/p+1)
 	case hybrid.SlidingWindowLog:
 		return r * (math.Floor(periods) + 1)
 	case hybrid.SlidingWindowCounter:
@@ -393,7 +430,8 @@ func keyCapacity(l hybrid.Limit, start time.Time, elapsed time.Duration) float64
 }
 
 // saturated is what package limit admits over [start, start+elapsed] to
-// one key that asks, at every step, for every unit the limit has.
+// one key that asks, at every step (at most 200,000 of them), for every
+// unit the limit has.
 func saturated(l hybrid.Limit, start time.Time, elapsed time.Duration) float64 {
 	step := max(l.Period/time.Duration(8*l.Rate), elapsed/200_000, time.Microsecond)
 	var s limit.State

@@ -61,23 +61,16 @@ type stepConfig struct {
 	sleep func(time.Duration)
 }
 
-// stepStats is what one step measured.
+// stepStats is what one step measured. Its latency holds every released
+// arrival's time from due to its call's return, or for an abandoned one
+// to when it was abandoned (a lower bound of what it would have taken).
 type stepStats struct {
-	scheduled int64 // arrivals released to the workers
-	decisions int64 // calls made and returned, failed ones included
-	abandoned int64 // arrivals not started by the drain deadline
-	admitted  int64
-	errors    int64
-	firstErr  error
-	sources   [numSources]int64
-	overflow  bool          // the queue was full: the step ended early
-	window    time.Duration // when the dispatcher stopped: the window's end, earlier on overflow
-	elapsed   time.Duration // from the start to the last call's return (at least window)
-	// latency holds (newHist) every released arrival's time from due to
-	// its call's return, and for an abandoned one to when it was
-	// abandoned (a lower bound of what it would have taken).
-	latency *hdrhistogram.Histogram
-	lag     *hdrhistogram.Histogram // from due to released, per arrival
+	tally
+	scheduled int64                   // arrivals released to the workers
+	overflow  bool                    // the queue was full: the step ended early
+	window    time.Duration           // when the dispatcher stopped: the window's end, earlier on overflow
+	elapsed   time.Duration           // from the start to the last call's return (at least window)
+	lag       *hdrhistogram.Histogram // from due to released, per arrival
 }
 
 // achieved is the rate of the calls that returned as a share of the rate
@@ -90,32 +83,22 @@ func (st *stepStats) achieved() float64 {
 }
 
 // latencyShards is how many histograms the workers of a step record
-// into.
+// into, a lock each: with one lock for all, the 2,048 workers of a high
+// step queued on it, and it was the harness's cost that the client CPU
+// per decision showed.
 const latencyShards = 16
-
-// workerTally is what one worker counted.
-type workerTally struct {
-	decisions, abandoned, admitted, errors int64
-	firstErr                               error
-	sources                                [numSources]int64
-	last                                   time.Duration // its last call's return
-}
 
 // offer runs one open-loop step of w against sys and returns what it
 // measured. It returns when every released arrival has been called or
 // abandoned; on ctx's cancellation the remaining ones are abandoned at
 // once. No goroutine it starts outlives it.
 func offer(ctx context.Context, sys system, w workload, c stepConfig) *stepStats {
-	st := &stepStats{latency: newHist(), lag: newHist()}
+	st := &stepStats{tally: tally{latency: newHist()}, lag: newHist()}
 	queue := make(chan time.Duration, c.queue)
 	// deadline is when, in ns since start, queued arrivals stop being
 	// started: none until the dispatcher has stopped.
 	var deadline atomic.Int64
 	deadline.Store(math.MaxInt64)
-	// The workers record latencies into latencyShards histograms, a lock
-	// each, merged into st.latency at the end: with one lock for all, the
-	// 2,048 workers of a high step queued on it, and it was the harness's
-	// cost that the client CPU per decision showed.
 	var shards [latencyShards]struct {
 		mu sync.Mutex
 		h  *hdrhistogram.Histogram
@@ -124,91 +107,57 @@ func offer(ctx context.Context, sys system, w workload, c stepConfig) *stepStats
 	for i := range shards {
 		shards[i].h = newHist()
 	}
-	tallies := make([]workerTally, c.workers)
+	tallies := make([]tally, c.workers)
 	start := time.Now()
 
 	var wg sync.WaitGroup
-	for g := range c.workers {
+	for g := range tallies {
 		wg.Go(func() {
-			t := &tallies[g]
-			p := w.picker(uint64(g) + 1)
-			sh := &shards[g%latencyShards]
+			t, sh, p := &tallies[g], &shards[g%latencyShards], w.picker(uint64(g)+1)
 			// A context of its own, as each request of a server has: the
 			// systems select on its Done channel, which all the workers
 			// would otherwise share, and queue on its lock.
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			for i := 0; ; i++ {
-				due, ok := <-queue
-				if !ok {
-					return
-				}
-				if now := time.Since(start); int64(now) > deadline.Load() {
+			i := 0
+			for due := range queue {
+				now := time.Since(start)
+				if int64(now) > deadline.Load() {
 					t.abandoned++
-					sh.mu.Lock()
-					record(sh.h, now-due)
-					sh.mu.Unlock()
-					continue
+				} else {
+					ok, src, err := sys.allow(ctx, g, i, w.keys.key(p.next()), w.limits)
+					now = time.Since(start)
+					t.count(ok, src, err)
+					t.last, i = now, i+1
 				}
-				allowed, src, err := sys.allow(ctx, g, i, w.keys.key(p.next()), w.limits)
-				end := time.Since(start)
 				sh.mu.Lock()
-				record(sh.h, end-due)
+				record(sh.h, now-due)
 				sh.mu.Unlock()
-				t.decisions++
-				t.last = max(t.last, end)
-				switch {
-				case err != nil:
-					if t.errors == 0 {
-						t.firstErr = err
-					}
-					t.errors++
-				case allowed:
-					t.admitted++
-				}
-				if err == nil && int(src) < numSources {
-					t.sources[src]++
-				}
 			}
 		})
 	}
 
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	func() {
 		sleep := c.sleep
 		if sleep == nil {
 			defer dispatchThread()()
 			sleep = dispatchSleep
 		}
 		st.window = dispatch(ctx, c, start, queue, st, sleep)
-		deadline.Store(int64(max(st.window, time.Since(start)) + c.drain))
-		if ctx.Err() != nil {
-			deadline.Store(0) // abandon what is queued
-		}
-		close(queue)
 	}()
-	<-done
+	deadline.Store(int64(max(st.window, time.Since(start)) + c.drain))
+	if ctx.Err() != nil {
+		deadline.Store(0) // abandon what is queued
+	}
+	close(queue)
 	wg.Wait()
 	for i := range shards {
 		st.latency.Merge(shards[i].h)
 	}
-
-	st.elapsed = st.window
 	for i := range tallies {
-		t := &tallies[i]
-		st.decisions += t.decisions
-		st.abandoned += t.abandoned
-		st.admitted += t.admitted
-		st.errors += t.errors
-		if st.firstErr == nil {
-			st.firstErr = t.firstErr
-		}
-		for src, n := range t.sources {
-			st.sources[src] += n
-		}
-		st.elapsed = max(st.elapsed, t.last)
+		st.add(&tallies[i])
 	}
+	st.elapsed = max(st.window, st.last)
 	return st
 }
 
@@ -217,14 +166,10 @@ func offer(ctx context.Context, sys system, w workload, c stepConfig) *stepStats
 // c.window, or earlier when the queue was full (st.overflow) or ctx was
 // cancelled. It counts st.scheduled and records st.lag.
 func dispatch(ctx context.Context, c stepConfig, start time.Time, queue chan<- time.Duration, st *stepStats, sleep func(time.Duration)) time.Duration {
-	a := newArrivals(c.rate, c.seed)
-	next := a.next()
-	cancelled := ctx.Done()
-	for next < c.window {
-		select {
-		case <-cancelled:
+	a, cancelled := newArrivals(c.rate, c.seed), ctx.Done()
+	for next := a.next(); next < c.window; {
+		if isClosed(cancelled) {
 			return time.Since(start)
-		default:
 		}
 		now := time.Since(start)
 		if next > now {
@@ -254,6 +199,5 @@ var _ system = noSystem{}
 func (noSystem) allow(context.Context, int, int, string, []hybrid.Limit) (bool, hybrid.Source, error) {
 	return true, hybrid.SourceRemote, nil
 }
-func (noSystem) calls() int64      { return 0 }
-func (noSystem) leaseUnits() int64 { return 0 }
-func (noSystem) close() error      { return nil }
+func (noSystem) calls() int64 { return 0 }
+func (noSystem) close() error { return nil }

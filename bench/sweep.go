@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"gonum.org/v1/plot"
@@ -23,8 +24,7 @@ const sweepChart = "lease-sweep.svg"
 // prints the table and writes the chart.
 func runSweep(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	s := e.s
-	runs := len(s.workloads) * (1 + len(sweepFractions))
-	e.prog = newProgress(e.stderr, s.quiet, time.Duration(runs)*s.duration)
+	e.prog = newProgress(e.stderr, s.quiet, time.Duration(len(s.workloads)*(1+len(sweepFractions)))*s.duration)
 	rep := newReport(stdout, s.json, true)
 	defer func() {
 		e.prog.finish()
@@ -33,16 +33,12 @@ func runSweep(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	var all []result
 	for _, name := range s.workloads {
 		w := newWorkload(name, s)
-		res, err := measureOne(ctx, e, w, sysRedisRate, 0)
-		if err != nil {
-			return err
-		}
-		if err := rep.add(res); err != nil {
-			return err
-		}
-		all = append(all, res)
-		for _, f := range sweepFractions {
-			res, err := measureOne(ctx, e, w, sysHybrid, f)
+		for i, f := range append([]float64{0}, sweepFractions...) {
+			sys := sysHybrid
+			if i == 0 {
+				sys = sysRedisRate
+			}
+			res, err := measureOne(ctx, e, w, sys, f)
 			if err != nil {
 				return err
 			}
@@ -55,8 +51,7 @@ func runSweep(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	if err := rep.flush(); err != nil {
 		return err
 	}
-	path := filepath.Join(s.out, sweepChart)
-	return e.writeChart(path, stdout, s.json, sweepPlots(s.workloads, all)...)
+	return e.writeChart(filepath.Join(s.out, sweepChart), stdout, s.json, sweepPlots(s.workloads, all)...)
 }
 
 // sweepPlots draws decisions/s and admitted/ideal against the lease size:
@@ -75,17 +70,16 @@ func sweepPlots(workloads []string, all []result) []*plot.Plot {
 	for wi, name := range workloads {
 		var hyb, base, pct, bound plotter.XYs
 		for _, r := range all {
-			if r.Workload != name {
-				continue
-			}
-			if r.System == sysRedisRate {
+			switch {
+			case r.Workload != name:
+			case r.System == sysRedisRate:
 				base = plotter.XYs{{X: 0, Y: positive(r.DecisionsPerSec)}, {X: float64(len(sweepFractions) - 1), Y: positive(r.DecisionsPerSec)}}
-				continue
+			default:
+				x := float64(max(0, slices.Index(sweepFractions, r.LeaseFraction)))
+				hyb = append(hyb, plotter.XY{X: x, Y: positive(r.DecisionsPerSec)})
+				pct = append(pct, plotter.XY{X: x, Y: r.AdmittedPctOfIdeal})
+				bound = append(bound, plotter.XY{X: x, Y: 100 + r.LeaseBoundPct})
 			}
-			x := float64(fractionIndex(r.LeaseFraction))
-			hyb = append(hyb, plotter.XY{X: x, Y: positive(r.DecisionsPerSec)})
-			pct = append(pct, plotter.XY{X: x, Y: r.AdmittedPctOfIdeal})
-			bound = append(bound, plotter.XY{X: x, Y: 100 + r.LeaseBoundPct})
 		}
 		if len(hyb) == 0 {
 			continue
@@ -98,21 +92,10 @@ func sweepPlots(workloads []string, all []result) []*plot.Plot {
 		_ = addLine(acc, name+" hybridlimit", 2*wi, false, pct)
 		_ = addLine(acc, name+" bound", 2*wi+1, true, bound)
 	}
-	n := 2 * len(workloads)
-	headroom(rate, n)
-	headroom(acc, n)
-	rate.NominalX(labels...)
-	acc.NominalX(labels...)
-	rate.X.Label.Text, acc.X.Label.Text = xLabel, xLabel
-	return []*plot.Plot{rate, acc}
-}
-
-// fractionIndex is the position of f in sweepFractions.
-func fractionIndex(f float64) int {
-	for i, x := range sweepFractions {
-		if x == f {
-			return i
-		}
+	for _, p := range []*plot.Plot{rate, acc} {
+		headroom(p, 2*len(workloads))
+		p.NominalX(labels...)
+		p.X.Label.Text = xLabel
 	}
-	return 0
+	return []*plot.Plot{rate, acc}
 }

@@ -14,13 +14,12 @@ import (
 	"github.com/hybridlimit/hybridlimit/remote"
 )
 
-// The systems compared, in the order they run.
+// The systems compared; systemNames lists them in the order they run.
 const (
 	sysHybrid    = "hybridlimit"
 	sysRedisRate = "redis_rate"
 )
 
-// systemNames lists the systems compared, in the order they run.
 var systemNames = []string{sysHybrid, sysRedisRate}
 
 // system is one rate-limiting implementation under test.
@@ -30,9 +29,6 @@ type system interface {
 	allow(ctx context.Context, g, i int, key string, limits []hybrid.Limit) (bool, hybrid.Source, error)
 	// calls returns the round trips to Redis so far.
 	calls() int64
-	// leaseUnits returns the units outstanding in leases now, summed over
-	// instances: the most the limits may be overrun by at this moment.
-	leaseUnits() int64
 	close() error
 }
 
@@ -46,7 +42,7 @@ func (e *env) newSystem(name string, fraction float64) (system, error) {
 	}
 	h, err := newHybrid(e.cl, e.s.instances, fraction, e.log, nil)
 	if err != nil {
-		return nil, err
+		return nil, err // not a nil *hybridSystem in a non-nil system
 	}
 	return h, nil
 }
@@ -75,26 +71,23 @@ func newHybrid(cl *cluster, instances int, fraction float64, log *slog.Logger, v
 		} else {
 			cfg.Lease.MaxFraction = fraction
 		}
-		if cl.seeds != nil {
-			// The cluster as one node, with a breaker per master.
-			c := redis.NewClusterClient(remote.BoundClusterOptions(cl.clusterOptions(0)))
+		add := func(name string, c redis.UniversalClient) {
 			h.clients = append(h.clients, c)
-			cfg.Nodes = append(cfg.Nodes, hybrid.Node{Name: cl.names[0], Client: c})
+			cfg.Nodes = append(cfg.Nodes, hybrid.Node{Name: name, Client: c})
 		}
-		for i, o := range cl.opts {
-			if cl.seeds != nil {
-				break // opts are the cluster's masters, for INFO and FLUSHALL only
+		if cl.seeds != nil { // the cluster as one node, with a breaker per master
+			add(cl.names[0], redis.NewClusterClient(remote.BoundClusterOptions(cl.clusterOptions(0))))
+		} else {
+			for i, o := range cl.opts {
+				if i < len(via) && via[i] != "" {
+					p := *o
+					p.Addr = via[i]
+					o = &p
+				}
+				// The client a Limiter builds from Config.Addrs, with the
+				// node's credentials, TLS and database kept.
+				add(cl.names[i], remote.NewClient(o))
 			}
-			// The client a Limiter builds from Config.Addrs, with the
-			// node's credentials, TLS and database kept.
-			if i < len(via) && via[i] != "" {
-				p := *o
-				p.Addr = via[i]
-				o = &p
-			}
-			c := remote.NewClient(o)
-			h.clients = append(h.clients, c)
-			cfg.Nodes = append(cfg.Nodes, hybrid.Node{Name: cl.names[i], Client: c})
 		}
 		lim, err := hybrid.New(cfg)
 		if err != nil {
@@ -112,8 +105,7 @@ func (h *hybridSystem) allow(ctx context.Context, g, i int, key string, limits [
 	return r.Allowed, r.Source, err
 }
 
-func (h *hybridSystem) calls() int64 {
-	var n int64
+func (h *hybridSystem) calls() (n int64) {
 	for _, lim := range h.lims {
 		for _, nd := range lim.Stats().Nodes {
 			n += nd.Calls
@@ -122,8 +114,9 @@ func (h *hybridSystem) calls() int64 {
 	return n
 }
 
-func (h *hybridSystem) leaseUnits() int64 {
-	var n int64
+// leaseUnits returns the units outstanding in leases now, summed over
+// instances: the most the limits may be overrun by at this moment.
+func (h *hybridSystem) leaseUnits() (n int64) {
 	for _, lim := range h.lims {
 		n += lim.Stats().LeaseUnits
 	}
@@ -150,10 +143,17 @@ func (h *hybridSystem) close() error {
 	for _, lim := range h.lims {
 		errs = append(errs, lim.Close())
 	}
-	for _, c := range h.clients {
+	h.lims = nil
+	return errors.Join(append(errs, closeClients(&h.clients))...)
+}
+
+// closeClients closes the clients of *cs and forgets them.
+func closeClients(cs *[]redis.UniversalClient) error {
+	var errs []error
+	for _, c := range *cs {
 		errs = append(errs, c.Close())
 	}
-	h.lims, h.clients = nil, nil
+	*cs = nil
 	return errors.Join(errs...)
 }
 
@@ -176,14 +176,13 @@ var _ system = (*redisRateSystem)(nil)
 func newRedisRate(cl *cluster, pool int) *redisRateSystem {
 	r := &redisRateSystem{seed: maphash.MakeSeed()}
 	if cl.seeds != nil {
-		c := redis.NewClusterClient(cl.clusterOptions(pool))
-		r.clients = append(r.clients, c)
-		r.lims = append(r.lims, redis_rate.NewLimiter(c))
-		return r
+		r.clients = append(r.clients, redis.NewClusterClient(cl.clusterOptions(pool)))
+	} else {
+		for _, o := range cl.opts {
+			r.clients = append(r.clients, newClient(o, pool))
+		}
 	}
-	for _, o := range cl.opts {
-		c := newClient(o, pool)
-		r.clients = append(r.clients, c)
+	for _, c := range r.clients {
 		r.lims = append(r.lims, redis_rate.NewLimiter(c))
 	}
 	return r
@@ -234,13 +233,4 @@ func limitKey(key string, l hybrid.Limit) string {
 // counted), so one per limit asked, up to the first denial.
 func (r *redisRateSystem) calls() int64 { return r.n.Load() }
 
-func (r *redisRateSystem) leaseUnits() int64 { return 0 }
-
-func (r *redisRateSystem) close() error {
-	var errs []error
-	for _, c := range r.clients {
-		errs = append(errs, c.Close())
-	}
-	r.clients = nil
-	return errors.Join(errs...)
-}
+func (r *redisRateSystem) close() error { return closeClients(&r.clients) }
