@@ -123,7 +123,7 @@ func newFailoverProbe(ctx context.Context, e *env, owner func(string) int, victi
 	}
 	p := &failoverProbe{rr: newRedisRate(e.cl, 1)}
 	for i := 0; p.key == ""; i++ {
-		if k := keyPrefix() + "probe:" + strconv.Itoa(i); owner("rate:"+k) == victim {
+		if k := keyPrefix() + "probe:" + strconv.Itoa(i); owner(rateKey(k, probeLimits)) == victim {
 			p.key = k
 		}
 	}

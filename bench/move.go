@@ -116,7 +116,7 @@ func newMoveProbe(e *env, owner func(string) int, victim int, limits []hybrid.Li
 	p := &moveProbe{rr: newRedisRate(e.cl, moveProbeCallers), limits: limits, lat: newHist()}
 	for i := 0; len(p.keys) < moveProbeKeys; i++ {
 		k := keyPrefix() + "move:" + strconv.Itoa(i)
-		if owner("rate:"+limitKey(k, limits[0])) == victim {
+		if owner(rateKey(k, limits)) == victim {
 			p.keys = append(p.keys, k)
 		}
 	}
@@ -158,6 +158,15 @@ func (p *moveProbe) start(ctx context.Context, start time.Time, from, to *atomic
 	}
 	go func() { wg.Wait(); close(done) }()
 	return done
+}
+
+// rateKey is the Redis key of redis_rate's first Allow for key under
+// limits (redisRateSystem.allow): the key alone when there is one limit.
+func rateKey(key string, limits []hybrid.Limit) string {
+	if len(limits) > 1 {
+		key = limitKey(key, limits[0])
+	}
+	return "rate:" + key
 }
 
 func (p *moveProbe) close() error {
