@@ -230,25 +230,24 @@ func printFailover(w io.Writer, sum faultSummary) {
 	fmt.Fprintf(w, "; %s\n", since(sum.RedisRateMs, "redis_rate's first success on a key of the master"))
 }
 
-// awaitPromotion polls replica until it reports role:master, and records
-// it; it returns when ctx ends first.
-func (in *injector) awaitPromotion(ctx context.Context, replica string) {
+// failover kills the victim master and records its replica's promotion,
+// seen by polling it every promotionPoll, unless ctx ends first.
+func (in *injector) failover(ctx context.Context) error {
+	replica := in.cl.rc.Replicas[in.victim][0].Addr()
+	if err := in.cl.rc.Masters[in.victim].Kill(); err != nil {
+		return err
+	}
+	in.record(event{label: fmt.Sprintf("failover %s killed (replica %s)", in.name, replica)})
 	c := newClient(&redis.Options{Addr: replica, DialTimeout: probeTimeout, ReadTimeout: probeTimeout, WriteTimeout: probeTimeout}, 1)
 	defer c.Close()
-	t := time.NewTicker(promotionPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	for sleep(ctx, promotionPoll) {
 		qctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		info, err := c.Info(qctx, "replication").Result()
 		cancel()
 		if err == nil && strings.Contains(info, "role:master") {
-			in.record("promoted "+replica, true, false)
-			return
+			in.record(event{label: "promoted " + replica, back: true})
+			return nil
 		}
 	}
+	return nil
 }

@@ -305,10 +305,9 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 		watchNode, watchShard = e.cl.names[0], victimName
 	}
 	watch := newBreakerWatch(h, watchNode, watchShard)
-	// With -fault failover: when the master was killed (since start; 0
-	// before), and per goroutine the first answer from Redis for the
-	// victim's keys asked after it and the last from the failure mode.
-	var killedAt atomic.Int64
+	// With -fault failover, per goroutine the first answer from Redis for
+	// the victim's keys asked after the kill and the last from the failure
+	// mode.
 	var recov []recovery
 	if s.fault == faultFailover {
 		recov = make([]recovery, s.concurrency)
@@ -328,6 +327,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	defer cancel()
 	stop := runCtx.Done()
 	start := time.Now()
+	in := &injector{cl: e.cl, px: px, fault: s.fault, victim: victim, name: victimName, start: start, faultAt: faultAt, backAt: backAt}
 	var wg sync.WaitGroup
 	for g := range s.concurrency {
 		rows[g] = make([]faultRow, nRows)
@@ -396,7 +396,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 					continue
 				}
 				if recov != nil && mine {
-					recov[g].note(r.Source, t0, start, time.Duration(killedAt.Load()))
+					recov[g].note(r.Source, t0, start, time.Duration(in.hit.Load()))
 				}
 				if int(r.Source) < numSources {
 					row.sources[r.Source]++
@@ -410,11 +410,10 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
-	in := &injector{cl: e.cl, px: px, fault: s.fault, victim: victim, name: victimName, start: start, faultAt: faultAt, backAt: backAt, killed: &killedAt, moveCtx: ctx}
 	injected := make(chan error, 1)
-	go func() { injected <- in.run(runCtx) }()
-	probed := probe.start(runCtx, start, &killedAt)
-	moved := mover.start(runCtx, start, &in.moveFrom, &in.moveTo)
+	go func() { injected <- in.run(runCtx, ctx) }()
+	probed := probe.start(runCtx, start, &in.hit)
+	moved := mover.start(runCtx, start, &in.hit, &in.healed)
 
 	// Count rows by time; sample the victim's breakers every sampleEvery
 	// and at each new row, so that what changed is put in its row.
@@ -500,9 +499,9 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 		// The dead master's breaker has no keys left to close it: the
 		// recovery is the keys' answers, timed from the kill.
 		sum.RecoveredMs = nil
-		events = failoverTimes(&sum, events, recov, probe, time.Duration(killedAt.Load()))
+		events = failoverTimes(&sum, events, recov, probe, time.Duration(in.hit.Load()))
 	}
-	moveFigures(&sum, mover, time.Duration(in.moveFrom.Load()), time.Duration(in.moveTo.Load()), elapsed)
+	moveFigures(&sum, mover, time.Duration(in.hit.Load()), time.Duration(in.healed.Load()), elapsed)
 
 	// The fault's rows: from the one it was injected in to the one before
 	// the node's return (to the end for kill).

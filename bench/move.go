@@ -47,35 +47,27 @@ var clusterFaults = []string{faultFailover, faultReshard, faultScaleOut}
 func movesSlots(fault string) bool { return fault == faultReshard || fault == faultScaleOut }
 
 // move runs the slot move of fault on the embedded cluster, the victim
-// being master i, and records when it starts and ends; the move itself
-// runs on ctx, the bench's, not the run's: redis-cli stopped midway would
-// leave slots open.
+// being master i, on ctx, and records when it starts and ends.
 func (in *injector) move(ctx context.Context) error {
 	rc, i := in.cl.rc, in.victim
-	start := func(label string) {
-		in.moveFrom.Store(int64(time.Since(in.start)))
-		in.record(label, false, false)
-	}
-	switch in.fault {
-	case faultReshard:
-		to := (i + 1) % len(rc.Masters)
-		start(fmt.Sprintf("reshard %d slots %s → %s", reshardSlots, in.name, rc.Masters[to].Addr()))
-		if err := rc.Reshard(ctx, rc.Masters[i], rc.Masters[to], reshardSlots); err != nil {
+	if in.fault == faultReshard {
+		to := rc.Masters[(i+1)%len(rc.Masters)]
+		in.record(event{label: fmt.Sprintf("reshard %d slots %s → %s", reshardSlots, in.name, to.Addr())})
+		if err := rc.Reshard(ctx, rc.Masters[i], to, reshardSlots); err != nil {
 			return err
 		}
-	case faultScaleOut:
-		in.record("scale-out add-node", false, true)
+	} else {
+		in.record(event{label: "scale-out add-node", quiet: true})
 		m, err := rc.AddMaster(ctx)
 		if err != nil {
 			return err
 		}
-		start("scale-out rebalance onto " + m.Addr())
+		in.record(event{label: "scale-out rebalance onto " + m.Addr()})
 		if err := rc.Rebalance(ctx); err != nil {
 			return err
 		}
 	}
-	in.moveTo.Store(int64(time.Since(in.start)))
-	in.record("slots moved", true, false)
+	in.record(event{label: "slots moved", back: true})
 	return nil
 }
 
