@@ -8,9 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
@@ -102,73 +103,95 @@ func (rc *recovery) note(src hybrid.Source, t0, start time.Time, killed time.Dur
 	}
 }
 
-// failoverProbe is redis_rate on the cluster, one client as in the
-// comparison, asked for one key of the victim master from the kill until
-// its first success. A nil probe (other faults) does nothing.
-type failoverProbe struct {
-	rr   *redisRateSystem
-	key  string
-	back atomic.Int64 // since the start, when the first call after the kill succeeded; 0: not yet
+// rateProbe is redis_rate beside hybridlimit during a cluster fault,
+// asking for keys of the victim master on a cluster client of go-redis's
+// defaults, as in the comparison: for failover, one key every probePoll
+// from the kill until its first success (back); for a slot move,
+// moveProbeKeys keys by moveProbeCallers goroutines, the calls started
+// while the slots move counted. A nil probe (other faults) does nothing.
+type rateProbe struct {
+	rr     *redisRateSystem
+	keys   []string
+	limits []hybrid.Limit
+
+	mu      sync.Mutex
+	calls   int64
+	errs    int64
+	lat     *hdrhistogram.Histogram
+	slowest time.Duration
+	lastErr error
+	back    time.Duration // failover: since the start, when the first call after the kill succeeded; 0: not yet
 }
 
-// probeLimits are the probe's limits, one that never denies.
+// probeLimits are the failover probe's limits, one that never denies.
 var probeLimits = []hybrid.Limit{hybrid.PerSecond(1_000_000_000)}
 
-// newFailoverProbe builds the probe for -fault failover (nil otherwise):
-// a key whose redis_rate key ("rate:" + key) is on the victim master,
-// asked once, which must succeed.
-func newFailoverProbe(ctx context.Context, e *env, owner func(string) int, victim int) (*failoverProbe, error) {
-	if e.s.fault != faultFailover {
+// newRateProbe builds the probe for fault (nil for the others): keys
+// whose redis_rate keys are on the victim, the first asked once, which
+// must succeed. A slot move's probe asks with limits, the Zipf keys'.
+func newRateProbe(ctx context.Context, e *env, owner func(string) int, victim int, limits []hybrid.Limit) (*rateProbe, error) {
+	p := &rateProbe{limits: limits, lat: newHist()}
+	n, callers := moveProbeKeys, moveProbeCallers
+	switch {
+	case e.s.fault == faultFailover:
+		p.limits, n, callers = probeLimits, 1, 1
+	case !movesSlots(e.s.fault):
 		return nil, nil
 	}
-	p := &failoverProbe{rr: newRedisRate(e.cl, 1)}
-	for i := 0; p.key == ""; i++ {
-		if k := keyPrefix() + "probe:" + strconv.Itoa(i); owner(rateKey(k, probeLimits)) == victim {
-			p.key = k
+	for i := 0; len(p.keys) < n; i++ {
+		if k := keyPrefix() + "probe:" + strconv.Itoa(i); owner(rateKey(k, p.limits)) == victim {
+			p.keys = append(p.keys, k)
 		}
 	}
-	if _, _, err := p.rr.allow(ctx, 0, 0, p.key, probeLimits); err != nil {
+	p.rr = newRedisRate(e.cl, callers)
+	if _, _, err := p.rr.allow(ctx, 0, 0, p.keys[0], p.limits); err != nil {
 		return nil, errors.Join(fmt.Errorf("bench: redis_rate on the cluster: %w", err), p.close())
 	}
 	return p, nil
 }
 
-// start runs the probe until ctx ends: from the kill, one call every
-// probePoll until one succeeds. The channel closes when it has stopped.
-func (p *failoverProbe) start(ctx context.Context, start time.Time, killed *atomic.Int64) <-chan struct{} {
+// start runs the probe until ctx ends, the fault's times read from in.
+// The channel closes when it has stopped.
+func (p *rateProbe) start(ctx context.Context, start time.Time, in *injector) <-chan struct{} {
 	done := make(chan struct{})
 	if p == nil {
 		close(done)
 		return done
 	}
-	go func() {
-		defer close(done)
-		t := time.NewTicker(probePoll)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			k := killed.Load()
-			if k == 0 {
-				continue
-			}
-			t0 := time.Since(start)
-			cctx, cancel := context.WithTimeout(ctx, probeTimeout)
-			_, _, err := p.rr.allow(cctx, 0, 0, p.key, probeLimits)
-			cancel()
-			if err == nil && t0 > time.Duration(k) {
-				p.back.Store(int64(time.Since(start)))
-				return
-			}
+	var wg sync.WaitGroup
+	if in.fault == faultFailover {
+		wg.Go(func() { p.untilBack(ctx, start, in) })
+	} else {
+		for g := range moveProbeCallers {
+			wg.Go(func() { p.duringMove(ctx, g, start, in) })
 		}
-	}()
+	}
+	go func() { wg.Wait(); close(done) }()
 	return done
 }
 
-func (p *failoverProbe) close() error {
+// untilBack asks for the key every probePoll from the kill until a call
+// made after it succeeds, each call within probeTimeout.
+func (p *rateProbe) untilBack(ctx context.Context, start time.Time, in *injector) {
+	for sleep(ctx, probePoll) {
+		killed := time.Duration(in.hit.Load())
+		if killed == 0 {
+			continue
+		}
+		at := time.Since(start)
+		cctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		_, _, err := p.rr.allow(cctx, 0, 0, p.keys[0], p.limits)
+		cancel()
+		if err == nil && at > killed {
+			p.mu.Lock()
+			p.back = time.Since(start)
+			p.mu.Unlock()
+			return
+		}
+	}
+}
+
+func (p *rateProbe) close() error {
 	if p == nil {
 		return nil
 	}
@@ -180,7 +203,7 @@ func (p *failoverProbe) close() error {
 // that brought the node back), hybridlimit's first answer from Redis and
 // its last failure-mode answer for the victim's keys, redis_rate's first
 // success. It returns the events with those times added, in time order.
-func failoverTimes(sum *faultSummary, events []event, recov []recovery, p *failoverProbe, killed time.Duration) []event {
+func failoverTimes(sum *faultSummary, events []event, recov []recovery, p *rateProbe, killed time.Duration) []event {
 	if killed == 0 {
 		return events
 	}
@@ -207,7 +230,7 @@ func failoverTimes(sum *faultSummary, events []event, recov []recovery, p *failo
 	if last >= 0 {
 		sum.LastFailureMs = ms(last)
 	}
-	if b := time.Duration(p.back.Load()); b > 0 {
+	if b := p.back; b > 0 {
 		sum.RedisRateMs = ms(b)
 		events = append(events, event{at: b, label: "redis_rate: success again", quiet: true})
 	}

@@ -315,13 +315,11 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 			recov[g] = recovery{firstRemote: -1, lastFailure: -1}
 		}
 	}
-	probe, err := newFailoverProbe(ctx, e, owner, victim)
+	probe, err := newRateProbe(ctx, e, owner, victim, zipfLimits)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, probe.close()) }()
-	mover := newMoveProbe(e, owner, victim, zipfLimits)
-	defer func() { err = errors.Join(err, mover.close()) }()
 
 	runCtx, cancel := context.WithTimeout(ctx, s.duration)
 	defer cancel()
@@ -412,8 +410,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 
 	injected := make(chan error, 1)
 	go func() { injected <- in.run(runCtx, ctx) }()
-	probed := probe.start(runCtx, start, &in.hit)
-	moved := mover.start(runCtx, start, &in.hit, &in.healed)
+	probed := probe.start(runCtx, start, in)
 
 	// Count rows by time; sample the victim's breakers every sampleEvery
 	// and at each new row, so that what changed is put in its row.
@@ -462,7 +459,6 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	cancel()
 	injErr := <-injected
 	<-probed
-	<-moved
 	if ctx.Err() != nil {
 		return fmt.Errorf("bench: interrupted: %w", ctx.Err())
 	}
@@ -501,7 +497,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 		sum.RecoveredMs = nil
 		events = failoverTimes(&sum, events, recov, probe, time.Duration(in.hit.Load()))
 	}
-	moveFigures(&sum, mover, time.Duration(in.hit.Load()), time.Duration(in.healed.Load()), elapsed)
+	moveFigures(&sum, probe, time.Duration(in.hit.Load()), time.Duration(in.healed.Load()), elapsed)
 
 	// The fault's rows: from the one it was injected in to the one before
 	// the node's return (to the end for kill).

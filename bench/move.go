@@ -4,12 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
 	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
@@ -83,73 +78,28 @@ func checkMove(cl *cluster, fault string) error {
 	return nil
 }
 
-// moveProbe is redis_rate's side of a slot move: moveProbeCallers
-// goroutines asking for keys of the victim, each call counted where it
-// started inside the move.
-type moveProbe struct {
-	rr     *redisRateSystem
-	keys   []string
-	limits []hybrid.Limit
-
-	mu      sync.Mutex
-	calls   int64
-	errs    int64
-	lat     *hdrhistogram.Histogram
-	slowest time.Duration
-	lastErr error
-}
-
-// newMoveProbe builds the probe for a slot move (nil for other faults):
-// moveProbeKeys keys whose redis_rate keys are on the victim.
-func newMoveProbe(e *env, owner func(string) int, victim int, limits []hybrid.Limit) *moveProbe {
-	if !movesSlots(e.s.fault) {
-		return nil
-	}
-	p := &moveProbe{rr: newRedisRate(e.cl, moveProbeCallers), limits: limits, lat: newHist()}
-	for i := 0; len(p.keys) < moveProbeKeys; i++ {
-		k := keyPrefix() + "move:" + strconv.Itoa(i)
-		if owner(rateKey(k, limits)) == victim {
-			p.keys = append(p.keys, k)
+// duringMove is caller g of a slot move's probe: it asks for the keys in
+// turn until ctx ends, and counts the calls that start while the slots
+// move.
+func (p *rateProbe) duringMove(ctx context.Context, g int, start time.Time, in *injector) {
+	for i := g; ctx.Err() == nil; i += moveProbeCallers {
+		t0 := time.Now()
+		_, _, err := p.rr.allow(ctx, 0, 0, p.keys[i%len(p.keys)], p.limits)
+		d, at := time.Since(t0), t0.Sub(start)
+		from, to := time.Duration(in.hit.Load()), time.Duration(in.healed.Load())
+		if from == 0 || at < from || (to != 0 && at > to) || ctx.Err() != nil {
+			continue
 		}
+		p.mu.Lock()
+		p.calls++
+		record(p.lat, d)
+		p.slowest = max(p.slowest, d)
+		if err != nil {
+			p.errs++
+			p.lastErr = err
+		}
+		p.mu.Unlock()
 	}
-	return p
-}
-
-// start runs the probe until ctx ends; calls that start between from and
-// to (since start; to 0 while the move goes on) are counted. The channel
-// closes when every caller has stopped.
-func (p *moveProbe) start(ctx context.Context, start time.Time, from, to *atomic.Int64) <-chan struct{} {
-	done := make(chan struct{})
-	if p == nil {
-		close(done)
-		return done
-	}
-	var wg sync.WaitGroup
-	for g := range moveProbeCallers {
-		wg.Go(func() {
-			for i := g; ctx.Err() == nil; i += moveProbeCallers {
-				t0 := time.Now()
-				at := t0.Sub(start)
-				_, _, err := p.rr.allow(ctx, 0, 0, p.keys[i%len(p.keys)], p.limits)
-				d := time.Since(t0)
-				f, t := time.Duration(from.Load()), time.Duration(to.Load())
-				if f == 0 || at < f || (t != 0 && at > t) || ctx.Err() != nil {
-					continue
-				}
-				p.mu.Lock()
-				p.calls++
-				record(p.lat, d)
-				p.slowest = max(p.slowest, d)
-				if err != nil {
-					p.errs++
-					p.lastErr = err
-				}
-				p.mu.Unlock()
-			}
-		})
-	}
-	go func() { wg.Wait(); close(done) }()
-	return done
 }
 
 // rateKey is the Redis key of redis_rate's first Allow for key under
@@ -161,17 +111,10 @@ func rateKey(key string, limits []hybrid.Limit) string {
 	return "rate:" + key
 }
 
-func (p *moveProbe) close() error {
-	if p == nil {
-		return nil
-	}
-	return p.rr.close()
-}
-
 // moveFigures fills the summary's figures of a slot move: how long it
 // took (if it ended within the run, which lasted elapsed), and redis_rate's
 // calls, errors, p99 and slowest call during it.
-func moveFigures(sum *faultSummary, p *moveProbe, from, to, elapsed time.Duration) {
+func moveFigures(sum *faultSummary, p *rateProbe, from, to, elapsed time.Duration) {
 	if p == nil || from == 0 {
 		return
 	}
