@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,22 +45,17 @@ func clusterOwners(ctx context.Context, cl *cluster, check []string) ([]string, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench: CLUSTER SLOTS: %w", err)
 	}
-	var names []string
-	index := map[string]int{}
+	names := make([]string, len(cl.opts))
 	for i, o := range cl.opts {
-		names = append(names, o.Addr)
-		index[o.Addr] = i
+		names[i] = o.Addr
 	}
-	bySlot := make([]int, remote.NumSlots)
-	for i := range bySlot {
-		bySlot[i] = -1
-	}
+	bySlot := slices.Repeat([]int{-1}, remote.NumSlots)
 	for _, r := range slots {
 		if len(r.Nodes) == 0 {
 			continue
 		}
-		m, ok := index[r.Nodes[0].Addr]
-		if !ok {
+		m := slices.Index(names, r.Nodes[0].Addr)
+		if m < 0 {
 			return nil, nil, fmt.Errorf("bench: CLUSTER SLOTS: slots %d-%d served by %s, not one of the masters %s", r.Start, r.End, r.Nodes[0].Addr, strings.Join(names, ", "))
 		}
 		for sl := max(r.Start, 0); sl <= min(r.End, remote.NumSlots-1); sl++ {
@@ -81,26 +77,33 @@ func clusterOwners(ctx context.Context, cl *cluster, check []string) ([]string, 
 	return names, func(key string) int { return bySlot[remote.KeySlot(key)] }, nil
 }
 
-// recovery is what one goroutine of a failover run saw of the victim's
-// keys after the kill, as times since the start; -1 for none.
+// recovery is what a failover run saw of the victim's keys after the
+// kill, as times since the start; -1 for none.
 type recovery struct {
 	firstRemote time.Duration // the first answer from Redis to a request sent after the kill
 	lastFailure time.Duration // the last answer from the failure mode
 }
 
-// note counts one answer r for a victim's key, asked at t0 (zero when
-// the call was not timed) by a run that started at start; killed is
+// note counts one answer from src for a victim's key, asked at t0 (zero
+// when the call was not timed) in a run that started at start; killed is
 // when the master was killed (0: not yet).
 func (rc *recovery) note(src hybrid.Source, t0, start time.Time, killed time.Duration) {
-	if killed == 0 {
-		return
-	}
 	switch {
+	case killed == 0:
 	case failureMode(src):
 		rc.lastFailure = time.Since(start)
 	case src == hybrid.SourceRemote && rc.firstRemote < 0 && !t0.IsZero() && t0.Sub(start) > killed:
 		rc.firstRemote = time.Since(start)
 	}
+}
+
+// merge keeps the earlier first answer from Redis and the later last
+// failure of r and o.
+func (rc *recovery) merge(o recovery) {
+	if o.firstRemote >= 0 && (rc.firstRemote < 0 || o.firstRemote < rc.firstRemote) {
+		rc.firstRemote = o.firstRemote
+	}
+	rc.lastFailure = max(rc.lastFailure, o.lastFailure)
 }
 
 // rateProbe is redis_rate beside hybridlimit during a cluster fault,
@@ -114,13 +117,12 @@ type rateProbe struct {
 	keys   []string
 	limits []hybrid.Limit
 
-	mu      sync.Mutex
-	calls   int64
-	errs    int64
-	lat     *hdrhistogram.Histogram
-	slowest time.Duration
-	lastErr error
-	back    time.Duration // failover: since the start, when the first call after the kill succeeded; 0: not yet
+	mu          sync.Mutex
+	calls, errs int64
+	lat         *hdrhistogram.Histogram
+	slowest     time.Duration
+	lastErr     error
+	back        time.Duration // failover: since the start, when the first call after the kill succeeded; 0: not yet
 }
 
 // probeLimits are the failover probe's limits, one that never denies.
@@ -150,29 +152,20 @@ func newRateProbe(ctx context.Context, e *env, owner func(string) int, victim in
 	return p, nil
 }
 
-// start runs the probe until ctx ends, the fault's times read from in.
-// The channel closes when it has stopped.
-func (p *rateProbe) start(ctx context.Context, start time.Time, in *injector) <-chan struct{} {
-	done := make(chan struct{})
+// run runs the probe until ctx ends, the fault's times read from in.
+func (p *rateProbe) run(ctx context.Context, start time.Time, in *injector) {
 	if p == nil {
-		close(done)
-		return done
+		return
 	}
-	var wg sync.WaitGroup
-	if in.fault == faultFailover {
-		wg.Go(func() { p.untilBack(ctx, start, in) })
-	} else {
+	if in.fault != faultFailover {
+		var wg sync.WaitGroup
 		for g := range moveProbeCallers {
 			wg.Go(func() { p.duringMove(ctx, g, start, in) })
 		}
+		wg.Wait()
+		return
 	}
-	go func() { wg.Wait(); close(done) }()
-	return done
-}
-
-// untilBack asks for the key every probePoll from the kill until a call
-// made after it succeeds, each call within probeTimeout.
-func (p *rateProbe) untilBack(ctx context.Context, start time.Time, in *injector) {
+	// From the kill, until a call made after it succeeds.
 	for sleep(ctx, probePoll) {
 		killed := time.Duration(in.hit.Load())
 		if killed == 0 {
@@ -183,9 +176,7 @@ func (p *rateProbe) untilBack(ctx context.Context, start time.Time, in *injector
 		_, _, err := p.rr.allow(cctx, 0, 0, p.keys[0], p.limits)
 		cancel()
 		if err == nil && at > killed {
-			p.mu.Lock()
 			p.back = time.Since(start)
-			p.mu.Unlock()
 			return
 		}
 	}
@@ -199,42 +190,30 @@ func (p *rateProbe) close() error {
 }
 
 // failoverTimes fills the summary's failover figures, as milliseconds
-// since the kill (at killed since the start): the promotion (the event
-// that brought the node back), hybridlimit's first answer from Redis and
-// its last failure-mode answer for the victim's keys, redis_rate's first
+// since the kill (at killed since the start): the promotion (the node's
+// return, at promoted), hybridlimit's first answer from Redis and its
+// last failure-mode answer for the victim's keys, redis_rate's first
 // success. It returns the events with those times added, in time order.
-func failoverTimes(sum *faultSummary, events []event, recov []recovery, p *rateProbe, killed time.Duration) []event {
+func failoverTimes(sum *faultSummary, events []event, rec recovery, p *rateProbe, killed, promoted time.Duration) []event {
 	if killed == 0 {
 		return events
 	}
-	ms := func(d time.Duration) *float64 {
-		v := float64(d-killed) / float64(time.Millisecond)
-		return &v
+	since := func(at time.Duration) *float64 { return msPtr(at - killed) }
+	if promoted > 0 {
+		sum.PromotedMs = since(promoted)
 	}
-	for _, ev := range events {
-		if ev.back {
-			sum.PromotedMs = ms(ev.at)
-		}
+	if rec.firstRemote >= 0 {
+		sum.RemoteMs = since(rec.firstRemote)
+		events = append(events, event{at: rec.firstRemote, label: "hybridlimit: its keys from Redis again", quiet: true})
 	}
-	var first, last time.Duration = -1, -1
-	for _, r := range recov {
-		if r.firstRemote >= 0 && (first < 0 || r.firstRemote < first) {
-			first = r.firstRemote
-		}
-		last = max(last, r.lastFailure)
+	if rec.lastFailure >= 0 {
+		sum.LastFailureMs = since(rec.lastFailure)
 	}
-	if first >= 0 {
-		sum.RemoteMs = ms(first)
-		events = append(events, event{at: first, label: "hybridlimit: its keys from Redis again", quiet: true})
+	if p.back > 0 {
+		sum.RedisRateMs = since(p.back)
+		events = append(events, event{at: p.back, label: "redis_rate: success again", quiet: true})
 	}
-	if last >= 0 {
-		sum.LastFailureMs = ms(last)
-	}
-	if b := p.back; b > 0 {
-		sum.RedisRateMs = ms(b)
-		events = append(events, event{at: b, label: "redis_rate: success again", quiet: true})
-	}
-	slices.SortStableFunc(events, func(a, b event) int { return int(a.at - b.at) })
+	slices.SortStableFunc(events, func(a, b event) int { return cmp.Compare(a.at, b.at) })
 	return events
 }
 
