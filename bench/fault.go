@@ -89,7 +89,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	var aside sync.WaitGroup // the injector and the probe
 	aside.Go(func() { injErr = in.run(runCtx, ctx) })
 	aside.Go(func() { r.probe.run(runCtx, r.start, in) })
-	steps, samples, elapsed := r.sampleBreakers(loaded, watch)
+	samples, elapsed := r.sampleBreakers(loaded, watch)
 	cancel()
 	aside.Wait()
 	if ctx.Err() != nil {
@@ -99,13 +99,12 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 		return fmt.Errorf("bench: -fault %s on %s: %w", s.fault, r.v.name, injErr)
 	}
 
-	sum, events := r.summary(steps, samples, elapsed, in)
-	timeline := r.timeline(steps, events, elapsed)
+	sum, events := r.summary(samples, elapsed, in)
 	e.prog.finish()
-	if err := printFault(stdout, s.json, timeline, sum); err != nil {
+	if err := printFault(stdout, s.json, r.seconds, sum); err != nil {
 		return err
 	}
-	return e.writeChart(filepath.Join(s.out, faultChart), stdout, s.json, faultPlots(timeline, sum, faultMarks(events))...)
+	return e.writeChart(filepath.Join(s.out, faultChart), stdout, s.json, faultPlots(r.seconds, sum, faultMarks(events))...)
 }
 
 // faultLoad is a fault run's load and what it counts.
@@ -120,9 +119,10 @@ type faultLoad struct {
 	hotLimits, zipfLimits []hybrid.Limit
 	start                 time.Time
 
-	cur  atomic.Int64 // the row being counted
-	mu   sync.Mutex
-	rows []rowCounts // by row, under mu
+	seconds []second     // the timeline
+	cur     atomic.Int64 // the row being counted
+	mu      sync.Mutex
+	rows    []rowCounts // by row, under mu
 }
 
 // victim is the faulted node: its index and name among the nodes it is
@@ -140,10 +140,13 @@ type victim struct {
 // to it, for slow and flap) and the redis_rate probe.
 func newFaultLoad(ctx context.Context, e *env) (_ *faultLoad, err error) {
 	s := e.s
+	n := int((s.duration + s.interval - 1) / s.interval)
 	r := &faultLoad{e: e, hot: hotKeys(), zipf: newWorkload("zipf", s), hotLimits: s.workloadLimits("hot"), zipfLimits: s.workloadLimits("zipf"),
-		rows: make([]rowCounts, (s.duration+s.interval-1)/s.interval)}
-	for i := range r.rows {
+		seconds: make([]second, n), rows: make([]rowCounts, n)}
+	for i := range n {
 		r.rows[i] = newRowCounts()
+		r.seconds[i] = second{Type: "second", Fault: s.fault, T: (time.Duration(i) * s.interval).Seconds(), Interval: s.interval.Seconds(),
+			VictimReasons: map[string]int64{}, Events: []string{}}
 	}
 	defer func() {
 		if err != nil {
@@ -233,13 +236,44 @@ func chooseVictim(ctx context.Context, e *env, hot []string, zipf workload) (v v
 	return v, nil
 }
 
+// counts are decisions, by Source, and those that returned an error.
+type counts struct {
+	decisions, errors int64
+	sources           [numSources]int64
+}
+
+func (c *counts) count(src hybrid.Source, err error) {
+	c.decisions++
+	switch {
+	case err != nil:
+		c.errors++
+	case int(src) < numSources:
+		c.sources[src]++
+	}
+}
+
+func (c *counts) add(o counts) {
+	c.decisions += o.decisions
+	c.errors += o.errors
+	for src, n := range o.sources {
+		c.sources[src] += n
+	}
+}
+
+// failed is the decisions answered by the failure mode.
+func (c *counts) failed() (n int64) {
+	for src, k := range c.sources {
+		if failureMode(hybrid.Source(src)) {
+			n += k
+		}
+	}
+	return n
+}
+
 // rowCounts is what was counted in one row of the timeline, by one
 // goroutine or by all.
 type rowCounts struct {
-	decisions, errors int64
-	sources           [numSources]int64
-	victim            int64 // decisions for the victim's keys
-	victimSources     [numSources]int64
+	all, victim counts // every decision; those for the victim's keys
 	// Latencies of every 8th decision (latAll), and of the answers from
 	// Redis for the victim's keys and for the others' (every timed call).
 	lat [3]*hdrhistogram.Histogram
@@ -259,13 +293,8 @@ func newRowCounts() rowCounts {
 
 // add adds what c counted to r.
 func (r *rowCounts) add(c *rowCounts) {
-	r.decisions += c.decisions
-	r.errors += c.errors
-	r.victim += c.victim
-	for i := range r.sources {
-		r.sources[i] += c.sources[i]
-		r.victimSources[i] += c.victimSources[i]
-	}
+	r.all.add(c.all)
+	r.victim.add(c.victim)
 	for i, h := range r.lat {
 		h.Merge(c.lat[i])
 	}
@@ -278,17 +307,6 @@ func (r *rowCounts) reset() {
 		h.Reset()
 	}
 	*r = rowCounts{lat: r.lat, rec: recovery{-1, -1}}
-}
-
-// victimFailed is the victim's decisions answered by the failure mode.
-func (r *rowCounts) victimFailed() int64 {
-	var n int64
-	for src, c := range r.victimSources {
-		if failureMode(hybrid.Source(src)) {
-			n += c
-		}
-	}
-	return n
 }
 
 // load is goroutine g's share of the load until stop closes: the hot
@@ -350,21 +368,11 @@ func (r *faultLoad) load(ctx context.Context, stop <-chan struct{}, g int, in *i
 				record(h, d)
 			}
 		}
-		c.decisions++
+		c.all.count(res.Source, err)
 		if mine {
-			c.victim++
-		}
-		if err != nil {
-			c.errors++
-			continue
-		}
-		if failover && mine {
-			c.rec.note(res.Source, t0, r.start, time.Duration(in.hit.Load()))
-		}
-		if int(res.Source) < numSources {
-			c.sources[res.Source]++
-			if mine {
-				c.victimSources[res.Source]++
+			c.victim.count(res.Source, err)
+			if failover && err == nil {
+				c.rec.note(res.Source, t0, r.start, time.Duration(in.hit.Load()))
 			}
 		}
 	}
@@ -372,24 +380,20 @@ func (r *faultLoad) load(ctx context.Context, stop <-chan struct{}, g int, in *i
 
 // sampleBreakers keeps the clock of the rows until loaded closes: it sets
 // the row the goroutines count in and samples the victim's breakers every
-// sampleEvery and at each new row, putting what changed since the last
-// sample in that sample's row. It returns what it saw per row, the
-// samples, and how long the load ran.
-func (r *faultLoad) sampleBreakers(loaded <-chan struct{}, w *breakerWatch) ([]watchStep, []sample, time.Duration) {
-	steps := make([]watchStep, len(r.rows))
-	for i := range steps {
-		steps[i].reasons = map[string]int64{}
-	}
+// sampleEvery and at each new row, into the timeline's rows, what changed
+// since the last sample in that sample's row. It returns the samples and
+// how long the load ran.
+func (r *faultLoad) sampleBreakers(loaded <-chan struct{}, w *breakerWatch) ([]sample, time.Duration) {
 	var samples []sample
 	var lastAt time.Duration
 	var lastRow int64
 	note := func(at time.Duration, row int64) {
-		st := w.sample()
-		steps[row].degraded = max(steps[row].degraded, st.degraded)
-		steps[lastRow].opened += st.opened
-		steps[lastRow].closed += st.closed
+		st, t := w.sample(), &r.seconds[lastRow]
+		r.seconds[row].Degraded = max(r.seconds[row].Degraded, st.degraded)
+		t.Opened += st.opened
+		t.Closed += st.closed
 		for why, n := range st.reasons {
-			steps[lastRow].reasons[why] += n
+			t.VictimReasons[why] += n
 		}
 		samples = append(samples, sample{at: at, degraded: st.degraded})
 		lastAt = at
@@ -402,7 +406,7 @@ func (r *faultLoad) sampleBreakers(loaded <-chan struct{}, w *breakerWatch) ([]w
 		case <-loaded:
 			elapsed := time.Since(r.start)
 			note(elapsed, lastRow)
-			return steps, samples, elapsed
+			return samples, elapsed
 		case now := <-tick.C:
 			at := now.Sub(r.start)
 			row := min(int64(at/r.e.s.interval), int64(len(r.rows)-1))
@@ -417,17 +421,17 @@ func (r *faultLoad) sampleBreakers(loaded <-chan struct{}, w *breakerWatch) ([]w
 	}
 }
 
-// summary sums the run up. It returns the injector's events with
-// failover's times added, in time order.
-func (r *faultLoad) summary(steps []watchStep, samples []sample, elapsed time.Duration, in *injector) (faultSummary, []event) {
+// summary fills the timeline's rows from their counts and sums the run
+// up. It returns the injector's events with failover's times added, in
+// time order.
+func (r *faultLoad) summary(samples []sample, elapsed time.Duration, in *injector) (faultSummary, []event) {
 	s := r.e.s
-	events, flaps := in.done()
 	sum := faultSummary{Type: "fault", Fault: s.fault, Node: r.v.name, Nodes: r.e.cl.kind, HotKeys: r.v.owned,
-		Instances: s.instances, Concurrency: s.concurrency, Seconds: elapsed.Seconds(), FaultAt: in.faultAt.Seconds(), Flaps: flaps}
+		Instances: s.instances, Concurrency: s.concurrency, Seconds: elapsed.Seconds(), FaultAt: in.faultAt.Seconds(), Flaps: in.flaps}
 	if s.fault == "slow" {
 		sum.SlowMs = msPtr(slowDelay())
 	}
-	var faultTime time.Duration = -1
+	events, faultTime := in.events, time.Duration(-1)
 	if len(events) > 0 {
 		faultTime = events[0].at
 		sum.FaultAt = faultTime.Seconds()
@@ -439,32 +443,13 @@ func (r *faultLoad) summary(steps []watchStep, samples []sample, elapsed time.Du
 		}
 	}
 	sum.DegradedMs, sum.RecoveredMs = breakerTimes(samples, faultTime, sum.BackAt, s.instances)
-
 	total := newRowCounts()
 	for i := range r.rows {
 		total.add(&r.rows[i])
-		sum.Opened += steps[i].opened
+		sum.Opened += r.seconds[i].Opened
 	}
-	sum.Decisions, sum.Errors, sum.Sources = total.decisions, total.errors, sourceCounts(total.sources)
-	sum.VictimDecisions, sum.VictimFailed = total.victim, total.victimFailed()
-	// The fault's rows: from the one it was injected in to the one before
-	// the node's return (to the end for kill).
-	from, to := len(r.rows), len(r.rows)
-	if faultTime >= 0 {
-		from = min(int(faultTime/s.interval), len(r.rows)-1)
-		if sum.BackAt != nil {
-			to = min(max(int(*sum.BackAt/s.interval.Seconds()), from+1), len(r.rows))
-		}
-	}
-	win := newRowCounts()
-	for i := from; i < to; i++ {
-		win.add(&r.rows[i])
-	}
-	if win.victim > 0 {
-		sum.FaultVictimPct = 100 * float64(win.victimFailed()) / float64(win.victim)
-	}
-	sum.FaultVictimP99us = quantileUs(win.lat[latVictim], 99)
-
+	sum.Decisions, sum.Errors, sum.Sources = total.all.decisions, total.all.errors, sourceCounts(total.all.sources)
+	sum.VictimDecisions, sum.VictimFailed = total.victim.decisions, total.victim.failed()
 	hit, healed := time.Duration(in.hit.Load()), time.Duration(in.healed.Load())
 	switch {
 	case s.fault == faultFailover:
@@ -475,37 +460,42 @@ func (r *faultLoad) summary(steps []watchStep, samples []sample, elapsed time.Du
 	case movesSlots(s.fault):
 		moveFigures(&sum, r.probe, hit, healed, elapsed)
 	}
-	return sum, events
-}
 
-// timeline turns the rows' counts and what the breakers did into the
-// timeline's rows.
-func (r *faultLoad) timeline(steps []watchStep, events []event, elapsed time.Duration) []second {
-	s := r.e.s
-	rows := make([]second, len(r.rows))
-	for i := range rows {
-		c, st := &r.rows[i], steps[i]
-		from := time.Duration(i) * s.interval
-		t := second{Type: "second", Fault: s.fault, T: from.Seconds(), Interval: s.interval.Seconds(),
-			Decisions: c.decisions, Sources: sourceCounts(c.sources), Errors: c.errors, P99us: quantileUs(c.lat[latAll], 99),
-			Degraded: st.degraded, Opened: st.opened, Closed: st.closed,
-			VictimDecisions: c.victim, VictimSources: sourceCounts(c.victimSources), VictimFailed: c.victimFailed(),
-			VictimReasons: st.reasons, VictimP99us: quantileUs(c.lat[latVictim], 99), OthersP99us: quantileUs(c.lat[latOthers], 99),
-			Events: []string{}}
-		if width := min(s.interval, elapsed-from); width > 0 {
+	// The fault's rows: from the one it was injected in to the one before
+	// the node's return (to the end for kill).
+	from, to := len(r.rows), len(r.rows)
+	if faultTime >= 0 {
+		from = min(int(faultTime/s.interval), len(r.rows)-1)
+		if sum.BackAt != nil {
+			to = min(max(int(*sum.BackAt/s.interval.Seconds()), from+1), len(r.rows))
+		}
+	}
+	win := newRowCounts()
+	for i := range r.rows {
+		c, t := &r.rows[i], &r.seconds[i]
+		if i >= from && i < to {
+			win.add(c)
+		}
+		t.Decisions, t.Errors, t.Sources, t.P99us = c.all.decisions, c.all.errors, sourceCounts(c.all.sources), quantileUs(c.lat[latAll], 99)
+		t.VictimDecisions, t.VictimSources, t.VictimFailed = c.victim.decisions, sourceCounts(c.victim.sources), c.victim.failed()
+		t.VictimP99us, t.OthersP99us = quantileUs(c.lat[latVictim], 99), quantileUs(c.lat[latOthers], 99)
+		if width := min(s.interval, elapsed-time.Duration(i)*s.interval); width > 0 {
 			t.DecisionsPerSec = float64(t.Decisions) / width.Seconds()
 		}
 		if t.VictimDecisions > 0 {
 			t.VictimFailedPct = 100 * float64(t.VictimFailed) / float64(t.VictimDecisions)
 		}
 		for _, ev := range events {
-			if j := int(ev.at / s.interval); j == i || (i == len(rows)-1 && j > i) {
+			if j := int(ev.at / s.interval); j == i || (i == len(r.rows)-1 && j > i) {
 				t.Events = append(t.Events, ev.label)
 			}
 		}
-		rows[i] = t
 	}
-	return rows
+	if win.victim.decisions > 0 {
+		sum.FaultVictimPct = 100 * float64(win.victim.failed()) / float64(win.victim.decisions)
+	}
+	sum.FaultVictimP99us = quantileUs(win.lat[latVictim], 99)
+	return sum, events
 }
 
 // sourceCounts names the counts by source, leaving out zeros.
@@ -573,21 +563,18 @@ func breakerTimes(samples []sample, faultAt time.Duration, backAt *float64, inst
 // one that closes and opens again between two samples is not seen
 // closing), and the failure mode's answers by Reason. With shard set (a
 // master of a cluster node) the breaker is that master's
-// (NodeStats.Shards), the Reasons the whole node's.
+// (NodeStats.Shards; closed while no key has reached it), the Reasons the
+// whole node's.
 type breakerWatch struct {
 	h           *hybridSystem
 	name, shard string
-	last        []breakerState // by instance, at the last sample
-}
-
-// breakerState is what a sample reads of one instance.
-type breakerState struct {
+	// At the last sample: over the instances, and by instance.
 	opened    int64
-	degraded  bool // the breaker not closed
 	undecided map[hybrid.Reason]int64
+	degraded  []bool
 }
 
-// watchStep is what a sample of breakerWatch found.
+// watchStep is what changed from one sample of breakerWatch to the next.
 type watchStep struct {
 	degraded       int // instances with the breaker not closed now
 	opened, closed int64
@@ -601,37 +588,41 @@ func newBreakerWatch(h *hybridSystem, name, shard string) *breakerWatch {
 }
 
 // sample reads the breakers now and returns what changed since the last
-// sample. A shard's breaker is closed while no key has reached its
-// master yet.
+// sample.
 func (w *breakerWatch) sample() watchStep {
-	step := watchStep{reasons: map[string]int64{}}
+	var step watchStep
+	opened, undecided := int64(0), map[hybrid.Reason]int64{}
 	nds := w.h.nodeStats(w.name)
-	if w.last == nil {
-		w.last = make([]breakerState, len(nds))
+	if w.degraded == nil {
+		w.degraded = make([]bool, len(nds))
 	}
 	for i, nd := range nds {
-		now, was := breakerState{opened: nd.Opened, degraded: nd.Degraded, undecided: nd.Undecided}, w.last[i]
+		o, degraded := nd.Opened, nd.Degraded
 		if w.shard != "" {
-			now.opened, now.degraded = 0, false
+			o, degraded = 0, false
 			for _, sh := range nd.Shards {
 				if sh.Name == w.shard {
-					now.opened, now.degraded = sh.Opened, sh.Breaker != "closed"
+					o, degraded = sh.Opened, sh.Breaker != "closed"
 				}
 			}
 		}
-		if now.degraded {
+		if degraded {
 			step.degraded++
-		} else if was.degraded {
+		} else if w.degraded[i] {
 			step.closed++
 		}
-		step.opened += now.opened - was.opened
-		for why, n := range now.undecided {
-			if d := n - was.undecided[why]; d > 0 {
-				step.reasons[why.String()] += d
-			}
+		opened, w.degraded[i] = opened+o, degraded
+		for why, n := range nd.Undecided {
+			undecided[why] += n
 		}
-		w.last[i] = now
 	}
+	step.opened, step.reasons = opened-w.opened, map[string]int64{}
+	for why, n := range undecided {
+		if d := n - w.undecided[why]; d > 0 {
+			step.reasons[why.String()] = d
+		}
+	}
+	w.opened, w.undecided = opened, undecided
 	return step
 }
 

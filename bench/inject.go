@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,8 +49,8 @@ type event struct {
 }
 
 // injector injects one fault into the victim at faultAt after start and,
-// for pause, slow and flap, ends it at backAt. It never outlives the run:
-// its sleeps end with the run's context.
+// for pause, slow and flap, ends it at backAt. Its sleeps end with the
+// run's context; a slot move runs to its end.
 type injector struct {
 	cl              *cluster
 	px              *toxitest.Proxy // in front of the victim, for slow and flap; else nil
@@ -66,10 +65,10 @@ type injector struct {
 	// move), healed the first back (the replica promoted, the slots
 	// moved).
 	hit, healed atomic.Int64
-	flaps       atomic.Int64 // the path's down periods, for flap
-
-	mu     sync.Mutex
+	// What it did, to be read once run has returned: its events, and
+	// for flap the path's down periods.
 	events []event
+	flaps  int
 }
 
 // record stamps ev with the time since the start and keeps it.
@@ -81,16 +80,7 @@ func (in *injector) record(ev event) {
 	if ev.back {
 		in.healed.CompareAndSwap(0, int64(ev.at))
 	}
-	in.mu.Lock()
 	in.events = append(in.events, ev)
-	in.mu.Unlock()
-}
-
-// done returns what the injector did; call it once run has returned.
-func (in *injector) done() ([]event, int) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.events, int(in.flaps.Load())
 }
 
 // sleep waits d; false if ctx ended first.
@@ -177,7 +167,7 @@ func (in *injector) flap(ctx context.Context) error {
 	for sleeping := true; sleeping && at < in.backAt; {
 		if down = !down; down {
 			in.px.Disable()
-			in.flaps.Add(1)
+			in.flaps++
 		} else if err := in.px.Restart(); err != nil {
 			return err
 		}
