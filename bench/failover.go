@@ -97,8 +97,8 @@ func (rc *recovery) note(src hybrid.Source, t0, start time.Time, killed time.Dur
 	}
 }
 
-// merge keeps the earlier first answer from Redis and the later last
-// failure of r and o.
+// merge keeps the earlier first answer from Redis of rc's and o's, and
+// the later last failure.
 func (rc *recovery) merge(o recovery) {
 	if o.firstRemote >= 0 && (rc.firstRemote < 0 || o.firstRemote < rc.firstRemote) {
 		rc.firstRemote = o.firstRemote
@@ -117,7 +117,7 @@ type rateProbe struct {
 	keys   []string
 	limits []hybrid.Limit
 
-	mu          sync.Mutex
+	mu          sync.Mutex // a slot move's counts, calls to lastErr
 	calls, errs int64
 	lat         *hdrhistogram.Histogram
 	slowest     time.Duration

@@ -41,8 +41,8 @@ var clusterFaults = []string{faultFailover, faultReshard, faultScaleOut}
 // movesSlots reports whether fault moves slots (reshard, scale-out).
 func movesSlots(fault string) bool { return fault == faultReshard || fault == faultScaleOut }
 
-// move runs the slot move of fault on the embedded cluster, the victim
-// being master i, on ctx, and records when it starts and ends.
+// move runs the slot move of in.fault on the embedded cluster, on ctx,
+// and records when it starts and ends.
 func (in *injector) move(ctx context.Context) error {
 	rc, i := in.cl.rc, in.victim
 	if in.fault == faultReshard {
