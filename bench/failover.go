@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,9 +9,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
@@ -43,22 +45,17 @@ func clusterOwners(ctx context.Context, cl *cluster, check []string) ([]string, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench: CLUSTER SLOTS: %w", err)
 	}
-	var names []string
-	index := map[string]int{}
+	names := make([]string, len(cl.opts))
 	for i, o := range cl.opts {
-		names = append(names, o.Addr)
-		index[o.Addr] = i
+		names[i] = o.Addr
 	}
-	bySlot := make([]int, remote.NumSlots)
-	for i := range bySlot {
-		bySlot[i] = -1
-	}
+	bySlot := slices.Repeat([]int{-1}, remote.NumSlots)
 	for _, r := range slots {
 		if len(r.Nodes) == 0 {
 			continue
 		}
-		m, ok := index[r.Nodes[0].Addr]
-		if !ok {
+		m := slices.Index(names, r.Nodes[0].Addr)
+		if m < 0 {
 			return nil, nil, fmt.Errorf("bench: CLUSTER SLOTS: slots %d-%d served by %s, not one of the masters %s", r.Start, r.End, r.Nodes[0].Addr, strings.Join(names, ", "))
 		}
 		for sl := max(r.Start, 0); sl <= min(r.End, remote.NumSlots-1); sl++ {
@@ -80,21 +77,19 @@ func clusterOwners(ctx context.Context, cl *cluster, check []string) ([]string, 
 	return names, func(key string) int { return bySlot[remote.KeySlot(key)] }, nil
 }
 
-// recovery is what one goroutine of a failover run saw of the victim's
-// keys after the kill, as times since the start; -1 for none.
+// recovery is what a failover run saw of the victim's keys after the
+// kill, as times since the start; -1 for none.
 type recovery struct {
 	firstRemote time.Duration // the first answer from Redis to a request sent after the kill
 	lastFailure time.Duration // the last answer from the failure mode
 }
 
-// note counts one answer r for a victim's key, asked at t0 (zero when
-// the call was not timed) by a run that started at start; killed is
+// note counts one answer from src for a victim's key, asked at t0 (zero
+// when the call was not timed) in a run that started at start; killed is
 // when the master was killed (0: not yet).
 func (rc *recovery) note(src hybrid.Source, t0, start time.Time, killed time.Duration) {
-	if killed == 0 {
-		return
-	}
 	switch {
+	case killed == 0:
 	case failureMode(src):
 		rc.lastFailure = time.Since(start)
 	case src == hybrid.SourceRemote && rc.firstRemote < 0 && !t0.IsZero() && t0.Sub(start) > killed:
@@ -102,73 +97,92 @@ func (rc *recovery) note(src hybrid.Source, t0, start time.Time, killed time.Dur
 	}
 }
 
-// failoverProbe is redis_rate on the cluster, one client as in the
-// comparison, asked for one key of the victim master from the kill until
-// its first success. A nil probe (other faults) does nothing.
-type failoverProbe struct {
-	rr   *redisRateSystem
-	key  string
-	back atomic.Int64 // since the start, when the first call after the kill succeeded; 0: not yet
+// merge keeps the earlier first answer from Redis of rc's and o's, and
+// the later last failure.
+func (rc *recovery) merge(o recovery) {
+	if o.firstRemote >= 0 && (rc.firstRemote < 0 || o.firstRemote < rc.firstRemote) {
+		rc.firstRemote = o.firstRemote
+	}
+	rc.lastFailure = max(rc.lastFailure, o.lastFailure)
 }
 
-// probeLimits are the probe's limits, one that never denies.
+// rateProbe is redis_rate beside hybridlimit during a cluster fault,
+// asking for keys of the victim master on a cluster client of go-redis's
+// defaults, as in the comparison: for failover, one key every probePoll
+// from the kill until its first success (back); for a slot move,
+// moveProbeKeys keys by moveProbeCallers goroutines, the calls started
+// while the slots move counted. A nil probe (other faults) does nothing.
+type rateProbe struct {
+	rr     *redisRateSystem
+	keys   []string
+	limits []hybrid.Limit
+
+	mu          sync.Mutex // a slot move's counts, calls to lastErr
+	calls, errs int64
+	lat         *hdrhistogram.Histogram
+	slowest     time.Duration
+	lastErr     error
+	back        time.Duration // failover: since the start, when the first call after the kill succeeded; 0: not yet
+}
+
+// probeLimits are the failover probe's limits, one that never denies.
 var probeLimits = []hybrid.Limit{hybrid.PerSecond(1_000_000_000)}
 
-// newFailoverProbe builds the probe for -fault failover (nil otherwise):
-// a key whose redis_rate key ("rate:" + key) is on the victim master,
-// asked once, which must succeed.
-func newFailoverProbe(ctx context.Context, e *env, owner func(string) int, victim int) (*failoverProbe, error) {
-	if e.s.fault != faultFailover {
+// newRateProbe builds the probe for fault (nil for the others): keys
+// whose redis_rate keys are on the victim, the first asked once, which
+// must succeed. A slot move's probe asks with limits, the Zipf keys'.
+func newRateProbe(ctx context.Context, e *env, owner func(string) int, victim int, limits []hybrid.Limit) (*rateProbe, error) {
+	p := &rateProbe{limits: limits, lat: newHist()}
+	n, callers := moveProbeKeys, moveProbeCallers
+	switch {
+	case e.s.fault == faultFailover:
+		p.limits, n, callers = probeLimits, 1, 1
+	case !movesSlots(e.s.fault):
 		return nil, nil
 	}
-	p := &failoverProbe{rr: newRedisRate(e.cl, 1)}
-	for i := 0; p.key == ""; i++ {
-		if k := keyPrefix() + "probe:" + strconv.Itoa(i); owner("rate:"+k) == victim {
-			p.key = k
+	for i := 0; len(p.keys) < n; i++ {
+		if k := keyPrefix() + "probe:" + strconv.Itoa(i); owner(rateKey(k, p.limits)) == victim {
+			p.keys = append(p.keys, k)
 		}
 	}
-	if _, _, err := p.rr.allow(ctx, 0, 0, p.key, probeLimits); err != nil {
+	p.rr = newRedisRate(e.cl, callers)
+	if _, _, err := p.rr.allow(ctx, 0, 0, p.keys[0], p.limits); err != nil {
 		return nil, errors.Join(fmt.Errorf("bench: redis_rate on the cluster: %w", err), p.close())
 	}
 	return p, nil
 }
 
-// start runs the probe until ctx ends: from the kill, one call every
-// probePoll until one succeeds. The channel closes when it has stopped.
-func (p *failoverProbe) start(ctx context.Context, start time.Time, killed *atomic.Int64) <-chan struct{} {
-	done := make(chan struct{})
+// run runs the probe until ctx ends, the fault's times read from in.
+func (p *rateProbe) run(ctx context.Context, start time.Time, in *injector) {
 	if p == nil {
-		close(done)
-		return done
+		return
 	}
-	go func() {
-		defer close(done)
-		t := time.NewTicker(probePoll)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			k := killed.Load()
-			if k == 0 {
-				continue
-			}
-			t0 := time.Since(start)
-			cctx, cancel := context.WithTimeout(ctx, probeTimeout)
-			_, _, err := p.rr.allow(cctx, 0, 0, p.key, probeLimits)
-			cancel()
-			if err == nil && t0 > time.Duration(k) {
-				p.back.Store(int64(time.Since(start)))
-				return
-			}
+	if in.fault != faultFailover {
+		var wg sync.WaitGroup
+		for g := range moveProbeCallers {
+			wg.Go(func() { p.duringMove(ctx, g, start, in) })
 		}
-	}()
-	return done
+		wg.Wait()
+		return
+	}
+	// From the kill, until a call made after it succeeds.
+	for sleep(ctx, probePoll) {
+		killed := time.Duration(in.hit.Load())
+		if killed == 0 {
+			continue
+		}
+		at := time.Since(start)
+		cctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		_, _, err := p.rr.allow(cctx, 0, 0, p.keys[0], p.limits)
+		cancel()
+		if err == nil && at > killed {
+			p.back = time.Since(start)
+			return
+		}
+	}
 }
 
-func (p *failoverProbe) close() error {
+func (p *rateProbe) close() error {
 	if p == nil {
 		return nil
 	}
@@ -176,42 +190,30 @@ func (p *failoverProbe) close() error {
 }
 
 // failoverTimes fills the summary's failover figures, as milliseconds
-// since the kill (at killed since the start): the promotion (the event
-// that brought the node back), hybridlimit's first answer from Redis and
-// its last failure-mode answer for the victim's keys, redis_rate's first
+// since the kill (at killed since the start): the promotion (the node's
+// return, at promoted), hybridlimit's first answer from Redis and its
+// last failure-mode answer for the victim's keys, redis_rate's first
 // success. It returns the events with those times added, in time order.
-func failoverTimes(sum *faultSummary, events []event, recov []recovery, p *failoverProbe, killed time.Duration) []event {
+func failoverTimes(sum *faultSummary, events []event, rec recovery, p *rateProbe, killed, promoted time.Duration) []event {
 	if killed == 0 {
 		return events
 	}
-	ms := func(d time.Duration) *float64 {
-		v := float64(d-killed) / float64(time.Millisecond)
-		return &v
+	since := func(at time.Duration) *float64 { return msPtr(at - killed) }
+	if promoted > 0 {
+		sum.PromotedMs = since(promoted)
 	}
-	for _, ev := range events {
-		if ev.back {
-			sum.PromotedMs = ms(ev.at)
-		}
+	if rec.firstRemote >= 0 {
+		sum.RemoteMs = since(rec.firstRemote)
+		events = append(events, event{at: rec.firstRemote, label: "hybridlimit: its keys from Redis again", quiet: true})
 	}
-	var first, last time.Duration = -1, -1
-	for _, r := range recov {
-		if r.firstRemote >= 0 && (first < 0 || r.firstRemote < first) {
-			first = r.firstRemote
-		}
-		last = max(last, r.lastFailure)
+	if rec.lastFailure >= 0 {
+		sum.LastFailureMs = since(rec.lastFailure)
 	}
-	if first >= 0 {
-		sum.RemoteMs = ms(first)
-		events = append(events, event{at: first, label: "hybridlimit: its keys from Redis again", quiet: true})
+	if p.back > 0 {
+		sum.RedisRateMs = since(p.back)
+		events = append(events, event{at: p.back, label: "redis_rate: success again", quiet: true})
 	}
-	if last >= 0 {
-		sum.LastFailureMs = ms(last)
-	}
-	if b := time.Duration(p.back.Load()); b > 0 {
-		sum.RedisRateMs = ms(b)
-		events = append(events, event{at: b, label: "redis_rate: success again", quiet: true})
-	}
-	slices.SortStableFunc(events, func(a, b event) int { return int(a.at - b.at) })
+	slices.SortStableFunc(events, func(a, b event) int { return cmp.Compare(a.at, b.at) })
 	return events
 }
 
@@ -230,25 +232,24 @@ func printFailover(w io.Writer, sum faultSummary) {
 	fmt.Fprintf(w, "; %s\n", since(sum.RedisRateMs, "redis_rate's first success on a key of the master"))
 }
 
-// awaitPromotion polls replica until it reports role:master, and records
-// it; it returns when ctx ends first.
-func (in *injector) awaitPromotion(ctx context.Context, replica string) {
+// failover kills the victim master and records its replica's promotion,
+// seen by polling it every promotionPoll, unless ctx ends first.
+func (in *injector) failover(ctx context.Context) error {
+	replica := in.cl.rc.Replicas[in.victim][0].Addr()
+	if err := in.cl.rc.Masters[in.victim].Kill(); err != nil {
+		return err
+	}
+	in.record(event{label: fmt.Sprintf("failover %s killed (replica %s)", in.name, replica)})
 	c := newClient(&redis.Options{Addr: replica, DialTimeout: probeTimeout, ReadTimeout: probeTimeout, WriteTimeout: probeTimeout}, 1)
 	defer c.Close()
-	t := time.NewTicker(promotionPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	for sleep(ctx, promotionPoll) {
 		qctx, cancel := context.WithTimeout(ctx, probeTimeout)
 		info, err := c.Info(qctx, "replication").Result()
 		cancel()
 		if err == nil && strings.Contains(info, "role:master") {
-			in.record("promoted "+replica, true, false)
-			return
+			in.record(event{label: "promoted " + replica, back: true})
+			return nil
 		}
 	}
+	return nil
 }

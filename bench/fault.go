@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"image/color"
 	"io"
-	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,41 +41,478 @@ func hotKeys() []string {
 	return keys
 }
 
-// faultRow is what one goroutine counted in one row of the timeline.
-type faultRow struct {
-	decisions, errors int64
-	sources           [numSources]int64
-	// Decisions for keys of the victim, by source.
-	victim        int64
-	victimSources [numSources]int64
-}
-
-// rowLatency is the latencies of one row of the timeline: of every 8th
-// decision, and of the answers from Redis for the victim's keys and for
-// the other nodes' keys. Each goroutine records into one of its own for
-// the row it counts, and merges it into the row's (under a lock) when it
-// moves on to another row or stops.
-type rowLatency struct {
-	all, victim, others *hdrhistogram.Histogram
-}
-
-func newRowLatency() rowLatency {
-	return rowLatency{all: newHist(), victim: newHist(), others: newHist()}
-}
-
-// moveTo merges l into into and empties l.
-func (l rowLatency) moveTo(into rowLatency) {
-	into.all.Merge(l.all)
-	into.victim.Merge(l.victim)
-	into.others.Merge(l.others)
-	l.all.Reset()
-	l.victim.Reset()
-	l.others.Reset()
-}
-
 // failureMode reports whether src is an answer of the failure mode.
 func failureMode(src hybrid.Source) bool {
 	return src == hybrid.SourceFallback || src == hybrid.SourceFailOpen || src == hybrid.SourceFailClosed
+}
+
+// runFault drives a mix of hot keys (half the goroutines) and Zipf keys
+// (the other half) through -instances Limiters for -duration; at a third
+// of it, it injects -fault into the node that owns the most hot keys
+// (pause, slow and flap end at two thirds). It prints the timeline, a
+// summary, and writes the chart.
+func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
+	s := e.s
+	// go-redis logs every refused dial to the faulted node on stderr; the
+	// timeline says it better.
+	logging.Disable()
+	defer logging.Enable()
+	e.prog = newProgress(e.stderr, s.quiet, s.duration)
+	defer e.prog.finish()
+	if err := e.cl.flush(ctx); err != nil {
+		return err
+	}
+	r, err := newFaultLoad(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, r.close()) }()
+	e.prog.describe("-fault " + s.fault + " " + r.v.name)
+	node, master := r.v.name, ""
+	if s.cluster {
+		node, master = e.cl.names[0], r.v.name
+	}
+	watch := newBreakerWatch(r.h, node, master)
+
+	runCtx, cancel := context.WithTimeout(ctx, s.duration)
+	defer cancel()
+	r.start = time.Now()
+	in := &injector{cl: e.cl, px: r.px, fault: s.fault, victim: r.v.i, name: r.v.name, start: r.start,
+		faultAt: s.duration / 3, backAt: 2 * s.duration / 3}
+	var wg sync.WaitGroup
+	for g := range s.concurrency {
+		wg.Go(func() { r.load(ctx, runCtx.Done(), g, in) })
+	}
+	loaded := make(chan struct{})
+	go func() { wg.Wait(); close(loaded) }()
+	var injErr error
+	var aside sync.WaitGroup // the injector and the probe
+	aside.Go(func() { injErr = in.run(runCtx, ctx) })
+	aside.Go(func() { r.probe.run(runCtx, r.start, in) })
+	samples, elapsed := r.sampleBreakers(loaded, watch)
+	cancel()
+	aside.Wait()
+	if ctx.Err() != nil {
+		return fmt.Errorf("bench: interrupted: %w", ctx.Err())
+	}
+	if injErr != nil {
+		return fmt.Errorf("bench: -fault %s on %s: %w", s.fault, r.v.name, injErr)
+	}
+
+	sum, events := r.summary(samples, elapsed, in)
+	e.prog.finish()
+	if err := printFault(stdout, s.json, r.seconds, sum); err != nil {
+		return err
+	}
+	return e.writeChart(filepath.Join(s.out, faultChart), stdout, s.json, faultPlots(r.seconds, sum, faultMarks(events))...)
+}
+
+// faultLoad is a fault run's load and what it counts.
+type faultLoad struct {
+	e                     *env
+	v                     victim
+	h                     *hybridSystem
+	px                    *toxitest.Proxy // in front of the victim, for slow and flap; else nil
+	probe                 *rateProbe      // for the cluster faults; else nil
+	hot                   []string
+	zipf                  workload
+	hotLimits, zipfLimits []hybrid.Limit
+	start                 time.Time
+
+	seconds []second     // the timeline
+	cur     atomic.Int64 // the row being counted
+	mu      sync.Mutex
+	rows    []rowCounts // by row, under mu
+}
+
+// victim is the faulted node: its index and name among the nodes it is
+// chosen from (hybrid's nodes, or on a cluster its masters), the index
+// of the node that owns a key, and which of the run's keys are its own.
+type victim struct {
+	i         int
+	name      string
+	owner     func(key string) int
+	hot, zipf []bool   // by key index: the victim's
+	owned     []string // its hot keys, without the prefix
+}
+
+// newFaultLoad chooses the victim, starts the Limiters (through the proxy
+// to it, for slow and flap) and the redis_rate probe.
+func newFaultLoad(ctx context.Context, e *env) (_ *faultLoad, err error) {
+	s := e.s
+	n := int((s.duration + s.interval - 1) / s.interval)
+	r := &faultLoad{e: e, hot: hotKeys(), zipf: newWorkload("zipf", s), hotLimits: s.workloadLimits("hot"), zipfLimits: s.workloadLimits("zipf"),
+		seconds: make([]second, n), rows: make([]rowCounts, n)}
+	for i := range n {
+		r.rows[i] = newRowCounts()
+		r.seconds[i] = second{Type: "second", Fault: s.fault, T: (time.Duration(i) * s.interval).Seconds(), Interval: s.interval.Seconds(),
+			VictimReasons: map[string]int64{}, Events: []string{}}
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, r.close())
+		}
+	}()
+	if movesSlots(s.fault) {
+		if err := checkMove(e.cl, s.fault); err != nil {
+			return nil, err
+		}
+		if err := e.cl.rc.Fill(ctx, fillKeys, fillBytes); err != nil {
+			return nil, err
+		}
+	}
+	if r.v, err = chooseVictim(ctx, e, r.hot, r.zipf); err != nil {
+		return nil, err
+	}
+	var via []string
+	if viaProxy(s.fault) {
+		if r.px, err = toxitest.Start(e.cl.opts[r.v.i].Addr); err != nil {
+			return nil, fmt.Errorf("bench: proxy for %s: %w", r.v.name, err)
+		}
+		via = make([]string, len(e.cl.names))
+		via[r.v.i] = r.px.Addr()
+	}
+	if r.h, err = newHybrid(e.cl, s.instances, s.leaseFraction, e.log, via); err != nil {
+		return nil, err
+	}
+	if !s.cluster { // on a cluster, clusterOwners checked the slots with CLUSTER KEYSLOT
+		seen, err := locateHotKeys(ctx, e.cl, r.h, r.hot, r.hotLimits)
+		if err != nil {
+			return nil, err
+		}
+		for i, k := range r.hot {
+			if want := r.v.owner(k); seen[i] != want {
+				return nil, fmt.Errorf("bench: hybrid sent %s to node %d, shard.New(shard.Config{}) places it on node %d: bench cannot tell the victim's keys", k, seen[i], want)
+			}
+		}
+	}
+	if r.probe, err = newRateProbe(ctx, e, r.v.owner, r.v.i, r.zipfLimits); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// close stops the probe, the Limiters and then the proxy.
+func (r *faultLoad) close() error {
+	err := r.probe.close()
+	if r.h != nil {
+		err = errors.Join(err, r.h.close())
+	}
+	if r.px != nil {
+		r.px.Stop()
+	}
+	return err
+}
+
+// chooseVictim picks the node that owns the most hot keys, from the ring
+// the Limiters will build (or the cluster's slots), before they are
+// built, so that their clients for it can dial the proxy from the start.
+func chooseVictim(ctx context.Context, e *env, hot []string, zipf workload) (v victim, err error) {
+	var names []string
+	if e.s.cluster {
+		names, v.owner, err = clusterOwners(ctx, e.cl, hot)
+	} else {
+		names, v.owner, err = ringOwners(e.cl)
+	}
+	if err != nil {
+		return v, err
+	}
+	perNode := make([]int, len(names))
+	for _, k := range hot {
+		perNode[v.owner(k)]++
+	}
+	v.i = slices.Index(perNode, slices.Max(perNode))
+	v.name, v.owned = names[v.i], []string{}
+	v.hot = make([]bool, len(hot))
+	for i, k := range hot {
+		if v.hot[i] = v.owner(k) == v.i; v.hot[i] {
+			v.owned = append(v.owned, strings.TrimPrefix(k, keyPrefix()))
+		}
+	}
+	v.zipf = make([]bool, zipf.keys.len())
+	for i := range v.zipf {
+		v.zipf[i] = v.owner(zipf.keys.key(i)) == v.i
+	}
+	return v, nil
+}
+
+// counts are decisions, by Source, and those that returned an error.
+type counts struct {
+	decisions, errors int64
+	sources           [numSources]int64
+}
+
+func (c *counts) count(src hybrid.Source, err error) {
+	c.decisions++
+	switch {
+	case err != nil:
+		c.errors++
+	case int(src) < numSources:
+		c.sources[src]++
+	}
+}
+
+func (c *counts) add(o counts) {
+	c.decisions += o.decisions
+	c.errors += o.errors
+	for src, n := range o.sources {
+		c.sources[src] += n
+	}
+}
+
+// failed is the decisions answered by the failure mode.
+func (c *counts) failed() (n int64) {
+	for src, k := range c.sources {
+		if failureMode(hybrid.Source(src)) {
+			n += k
+		}
+	}
+	return n
+}
+
+// rowCounts is what was counted in one row of the timeline, by one
+// goroutine or by all.
+type rowCounts struct {
+	all, victim counts // every decision; those for the victim's keys
+	// Latencies of every 8th decision (latAll), and of the answers from
+	// Redis for the victim's keys and for the others' (every timed call).
+	lat [3]*hdrhistogram.Histogram
+	rec recovery // failover only
+}
+
+// The histograms of rowCounts.lat.
+const (
+	latAll = iota
+	latVictim
+	latOthers
+)
+
+func newRowCounts() rowCounts {
+	return rowCounts{lat: [3]*hdrhistogram.Histogram{newHist(), newHist(), newHist()}, rec: recovery{-1, -1}}
+}
+
+// add adds what c counted to r.
+func (r *rowCounts) add(c *rowCounts) {
+	r.all.add(c.all)
+	r.victim.add(c.victim)
+	for i, h := range r.lat {
+		h.Merge(c.lat[i])
+	}
+	r.rec.merge(c.rec)
+}
+
+// reset empties r, keeping its histograms.
+func (r *rowCounts) reset() {
+	for _, h := range r.lat {
+		h.Reset()
+	}
+	*r = rowCounts{lat: r.lat, rec: recovery{-1, -1}}
+}
+
+// load is goroutine g's share of the load until stop closes: the hot
+// keys in turn (even g) or Zipf keys (odd g), over the instances in
+// turn, at most maxDecisions over all goroutines. It counts into its own
+// rowCounts and adds them to the row's when the row changes and when it
+// stops.
+func (r *faultLoad) load(ctx context.Context, stop <-chan struct{}, g int, in *injector) {
+	var p *picker
+	if g%2 == 1 {
+		p = r.zipf.picker(uint64(g) + 1)
+	}
+	c, row := newRowCounts(), int64(0)
+	flush := func() {
+		r.mu.Lock()
+		r.rows[row].add(&c)
+		r.mu.Unlock()
+		c.reset()
+	}
+	defer flush()
+	failover := r.e.s.fault == faultFailover
+	for i := range max(1, maxDecisions/r.e.s.concurrency) {
+		if i%16 == 0 {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+		k := (g/2 + i) % len(r.hot)
+		key, ls, mine := r.hot[k], r.hotLimits, r.v.hot[k]
+		if p != nil {
+			k = p.next()
+			key, ls, mine = r.zipf.keys.key(k), r.zipfLimits, r.v.zipf[k]
+		}
+		if now := r.cur.Load(); now != row {
+			flush()
+			row = now
+		}
+		// One call in 8 is timed for p99, and on the Zipf side every call,
+		// so that the latency of the answers from Redis, a few in a
+		// thousand, is read from enough of them.
+		sampled := i%8 == 0
+		var t0 time.Time
+		if sampled || p != nil {
+			t0 = time.Now()
+		}
+		res, err := r.h.lims[(g+i)%len(r.h.lims)].AllowN(ctx, key, 1, ls...)
+		if !t0.IsZero() {
+			d := time.Since(t0)
+			if sampled {
+				record(c.lat[latAll], d)
+			}
+			if err == nil && res.Source == hybrid.SourceRemote {
+				h := c.lat[latOthers]
+				if mine {
+					h = c.lat[latVictim]
+				}
+				record(h, d)
+			}
+		}
+		c.all.count(res.Source, err)
+		if mine {
+			c.victim.count(res.Source, err)
+			if failover && err == nil {
+				c.rec.note(res.Source, t0, r.start, time.Duration(in.hit.Load()))
+			}
+		}
+	}
+}
+
+// sampleBreakers keeps the clock of the rows until loaded closes: it sets
+// the row the goroutines count in and samples the victim's breakers every
+// sampleEvery and at each new row, into the timeline's rows, what changed
+// since the last sample in that sample's row. It returns the samples and
+// how long the load ran.
+func (r *faultLoad) sampleBreakers(loaded <-chan struct{}, w *breakerWatch) ([]sample, time.Duration) {
+	var samples []sample
+	var lastAt time.Duration
+	var lastRow int64
+	note := func(at time.Duration, row int64) {
+		st, t := w.sample(), &r.seconds[lastRow]
+		r.seconds[row].Degraded = max(r.seconds[row].Degraded, st.degraded)
+		t.Opened += st.opened
+		t.Closed += st.closed
+		for why, n := range st.reasons {
+			t.VictimReasons[why] += n
+		}
+		samples = append(samples, sample{at: at, degraded: st.degraded})
+		lastAt = at
+	}
+	tick := time.NewTicker(min(r.e.s.interval/10, sampleEvery))
+	defer tick.Stop()
+	last := r.start
+	for {
+		select {
+		case <-loaded:
+			elapsed := time.Since(r.start)
+			note(elapsed, lastRow)
+			return samples, elapsed
+		case now := <-tick.C:
+			at := now.Sub(r.start)
+			row := min(int64(at/r.e.s.interval), int64(len(r.rows)-1))
+			r.cur.Store(row)
+			if at-lastAt >= sampleEvery || row != lastRow {
+				note(at, row)
+			}
+			lastRow = row
+			r.e.prog.add(now.Sub(last))
+			last = now
+		}
+	}
+}
+
+// summary fills the timeline's rows from their counts and sums the run
+// up. It returns the injector's events with failover's times added, in
+// time order.
+func (r *faultLoad) summary(samples []sample, elapsed time.Duration, in *injector) (faultSummary, []event) {
+	s := r.e.s
+	sum := faultSummary{Type: "fault", Fault: s.fault, Node: r.v.name, Nodes: r.e.cl.kind, HotKeys: r.v.owned,
+		Instances: s.instances, Concurrency: s.concurrency, Seconds: elapsed.Seconds(), FaultAt: in.faultAt.Seconds(), Flaps: in.flaps}
+	if s.fault == "slow" {
+		sum.SlowMs = msPtr(slowDelay())
+	}
+	events, faultTime := in.events, time.Duration(-1)
+	if len(events) > 0 {
+		faultTime = events[0].at
+		sum.FaultAt = faultTime.Seconds()
+	}
+	for _, ev := range events {
+		if ev.back {
+			v := ev.at.Seconds()
+			sum.BackAt = &v
+		}
+	}
+	sum.DegradedMs, sum.RecoveredMs = breakerTimes(samples, faultTime, sum.BackAt, s.instances)
+	total := newRowCounts()
+	for i := range r.rows {
+		total.add(&r.rows[i])
+		sum.Opened += r.seconds[i].Opened
+	}
+	sum.Decisions, sum.Errors, sum.Sources = total.all.decisions, total.all.errors, sourceCounts(total.all.sources)
+	sum.VictimDecisions, sum.VictimFailed = total.victim.decisions, total.victim.failed()
+	hit, healed := time.Duration(in.hit.Load()), time.Duration(in.healed.Load())
+	switch {
+	case s.fault == faultFailover:
+		// The dead master's breaker has no keys left to close it: the
+		// recovery is the keys' answers, timed from the kill.
+		sum.RecoveredMs = nil
+		events = failoverTimes(&sum, events, total.rec, r.probe, hit, healed)
+	case movesSlots(s.fault):
+		moveFigures(&sum, r.probe, hit, healed, elapsed)
+	}
+
+	// The fault's rows: from the one it was injected in to the one before
+	// the node's return (to the end for kill).
+	from, to := len(r.rows), len(r.rows)
+	if faultTime >= 0 {
+		from = min(int(faultTime/s.interval), len(r.rows)-1)
+		if sum.BackAt != nil {
+			to = min(max(int(*sum.BackAt/s.interval.Seconds()), from+1), len(r.rows))
+		}
+	}
+	win := newRowCounts()
+	for i := range r.rows {
+		c, t := &r.rows[i], &r.seconds[i]
+		if i >= from && i < to {
+			win.add(c)
+		}
+		t.Decisions, t.Errors, t.Sources, t.P99us = c.all.decisions, c.all.errors, sourceCounts(c.all.sources), quantileUs(c.lat[latAll], 99)
+		t.VictimDecisions, t.VictimSources, t.VictimFailed = c.victim.decisions, sourceCounts(c.victim.sources), c.victim.failed()
+		t.VictimP99us, t.OthersP99us = quantileUs(c.lat[latVictim], 99), quantileUs(c.lat[latOthers], 99)
+		if width := min(s.interval, elapsed-time.Duration(i)*s.interval); width > 0 {
+			t.DecisionsPerSec = float64(t.Decisions) / width.Seconds()
+		}
+		if t.VictimDecisions > 0 {
+			t.VictimFailedPct = 100 * float64(t.VictimFailed) / float64(t.VictimDecisions)
+		}
+		for _, ev := range events {
+			if j := int(ev.at / s.interval); j == i || (i == len(r.rows)-1 && j > i) {
+				t.Events = append(t.Events, ev.label)
+			}
+		}
+	}
+	if win.victim.decisions > 0 {
+		sum.FaultVictimPct = 100 * float64(win.victim.failed()) / float64(win.victim.decisions)
+	}
+	sum.FaultVictimP99us = quantileUs(win.lat[latVictim], 99)
+	return sum, events
+}
+
+// sourceCounts names the counts by source, leaving out zeros.
+func sourceCounts(counts [numSources]int64) map[string]int64 {
+	m := map[string]int64{}
+	for src, n := range counts {
+		if n > 0 {
+			m[hybrid.Source(src).String()] = n
+		}
+	}
+	return m
+}
+
+// msPtr is d in milliseconds, for the summary's nullable fields.
+func msPtr(d time.Duration) *float64 {
+	v := float64(d) / float64(time.Millisecond)
+	return &v
 }
 
 // sample is how many instances had the faulted node's breaker not closed
@@ -91,16 +528,12 @@ type sample struct {
 // backAt seconds, nil for kill) no instance had any more, for good.
 // Either is nil when it did not happen within the run.
 func breakerTimes(samples []sample, faultAt time.Duration, backAt *float64, instances int) (degraded, recovered *float64) {
-	ms := func(d time.Duration) *float64 {
-		v := float64(d) / float64(time.Millisecond)
-		return &v
-	}
 	if faultAt < 0 {
 		return nil, nil
 	}
 	for _, s := range samples {
 		if s.at >= faultAt && s.degraded >= instances {
-			degraded = ms(s.at - faultAt)
+			degraded = msPtr(s.at - faultAt)
 			break
 		}
 	}
@@ -119,484 +552,78 @@ func breakerTimes(samples []sample, faultAt time.Duration, backAt *float64, inst
 		}
 	}
 	if rec >= 0 {
-		recovered = ms(rec - back)
+		recovered = msPtr(rec - back)
 	}
 	return degraded, recovered
 }
 
-// breakerWatch follows the victim's counters in every instance from one
-// sample to the next: breaker openings (exact, NodeStats.Opened), closings
-// (seen: an instance's breaker not closed at one sample and closed at the
-// next; one that closes and opens again between two samples is not seen
+// breakerWatch follows the victim's breaker in every instance from one
+// sample to the next: openings (exact, NodeStats.Opened), closings (seen:
+// an instance's breaker not closed at one sample and closed at the next;
+// one that closes and opens again between two samples is not seen
 // closing), and the failure mode's answers by Reason. With shard set (a
 // master of a cluster node) the breaker is that master's
-// (NodeStats.Shards), the Reasons the whole node's.
+// (NodeStats.Shards; closed while no key has reached it), the Reasons the
+// whole node's.
 type breakerWatch struct {
-	name      string
-	shard     string
-	opened    []int64
-	undecided []map[hybrid.Reason]int64
+	h           *hybridSystem
+	name, shard string
+	// At the last sample: over the instances, and by instance.
+	opened    int64
+	undecided map[hybrid.Reason]int64
 	degraded  []bool
 }
 
-// watchStep is what a sample of breakerWatch found.
+// watchStep is what changed from one sample of breakerWatch to the next.
 type watchStep struct {
 	degraded       int // instances with the breaker not closed now
 	opened, closed int64
-	reasons        map[hybrid.Reason]int64
+	reasons        map[string]int64 // by hybrid.Reason name
 }
 
 func newBreakerWatch(h *hybridSystem, name, shard string) *breakerWatch {
-	w := &breakerWatch{name: name, shard: shard}
-	for _, nd := range h.nodeStats(name) {
-		opened, degraded := w.breaker(nd)
-		w.opened = append(w.opened, opened)
-		w.undecided = append(w.undecided, nd.Undecided)
-		w.degraded = append(w.degraded, degraded)
-	}
+	w := &breakerWatch{h: h, name: name, shard: shard}
+	w.sample()
 	return w
 }
 
-// breaker returns the openings and whether the watched breaker is not
-// closed: the node's, or its shard's (closed while no key has reached
-// the master yet).
-func (w *breakerWatch) breaker(nd hybrid.NodeStats) (opened int64, degraded bool) {
-	if w.shard == "" {
-		return nd.Opened, nd.Degraded
-	}
-	for _, sh := range nd.Shards {
-		if sh.Name == w.shard {
-			return sh.Opened, sh.Breaker != "closed"
-		}
-	}
-	return 0, false
-}
-
-// sample reads the counters now and returns what changed since the last
+// sample reads the breakers now and returns what changed since the last
 // sample.
-func (w *breakerWatch) sample(h *hybridSystem) watchStep {
-	st := watchStep{reasons: map[hybrid.Reason]int64{}}
-	for i, nd := range h.nodeStats(w.name) {
-		opened, degraded := w.breaker(nd)
+func (w *breakerWatch) sample() watchStep {
+	var step watchStep
+	opened, undecided := int64(0), map[hybrid.Reason]int64{}
+	nds := w.h.nodeStats(w.name)
+	if w.degraded == nil {
+		w.degraded = make([]bool, len(nds))
+	}
+	for i, nd := range nds {
+		o, degraded := nd.Opened, nd.Degraded
+		if w.shard != "" {
+			o, degraded = 0, false
+			for _, sh := range nd.Shards {
+				if sh.Name == w.shard {
+					o, degraded = sh.Opened, sh.Breaker != "closed"
+				}
+			}
+		}
 		if degraded {
-			st.degraded++
+			step.degraded++
 		} else if w.degraded[i] {
-			st.closed++
+			step.closed++
 		}
-		st.opened += opened - w.opened[i]
-		for r, n := range nd.Undecided {
-			if d := n - w.undecided[i][r]; d > 0 {
-				st.reasons[r] += d
-			}
-		}
-		w.opened[i], w.undecided[i], w.degraded[i] = opened, nd.Undecided, degraded
-	}
-	return st
-}
-
-// runFault drives a mix of hot keys (half the goroutines) and Zipf keys
-// (the other half) through -instances Limiters for -duration; at a third
-// of it, it kills, pauses, restarts, slows or flaps the embedded node that
-// owns the most hot keys (pause, slow and flap end at two thirds). It
-// prints the timeline, a summary, and writes the chart.
-func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
-	s := e.s
-	// go-redis logs every refused dial to the faulted node on stderr; the
-	// timeline says it better.
-	logging.Disable()
-	defer logging.Enable()
-	e.prog = newProgress(e.stderr, s.quiet, s.duration)
-	defer e.prog.finish()
-	if err := e.cl.flush(ctx); err != nil {
-		return err
-	}
-
-	// The victim is known before the Limiters are built, from the ring
-	// they will use, so that their clients for it can dial the proxy from
-	// the start. locateHotKeys checks the ring against the Limiters.
-	hot := hotKeys()
-	hotLimits, zipfLimits := s.workloadLimits("hot"), s.workloadLimits("zipf")
-	zipfW := newWorkload("zipf", s)
-	if movesSlots(s.fault) {
-		if err := checkMove(e.cl, s.fault); err != nil {
-			return err
-		}
-		if err := e.cl.rc.Fill(ctx, fillKeys, fillBytes); err != nil {
-			return err
+		opened, w.degraded[i] = opened+o, degraded
+		for why, n := range nd.Undecided {
+			undecided[why] += n
 		}
 	}
-	// names are the nodes the victim is chosen from: hybrid's nodes, or
-	// on a cluster its masters (hybrid's one node).
-	var names []string
-	var owner func(key string) int
-	if s.cluster {
-		names, owner, err = clusterOwners(ctx, e.cl, hot)
-	} else {
-		names, owner, err = ringOwners(e.cl)
-	}
-	if err != nil {
-		return err
-	}
-	hotOwner := make([]int, len(hot))
-	perNode := make([]int, len(names))
-	for i, k := range hot {
-		hotOwner[i] = owner(k)
-		perNode[hotOwner[i]]++
-	}
-	victim := 0
-	for i := range perNode {
-		if perNode[i] > perNode[victim] {
-			victim = i
+	step.opened, step.reasons = opened-w.opened, map[string]int64{}
+	for why, n := range undecided {
+		if d := n - w.undecided[why]; d > 0 {
+			step.reasons[why.String()] = d
 		}
 	}
-	victimName := names[victim]
-
-	var via []string
-	var px *toxitest.Proxy
-	if viaProxy(s.fault) {
-		px, err = toxitest.Start(e.cl.opts[victim].Addr)
-		if err != nil {
-			return fmt.Errorf("bench: proxy for %s: %w", victimName, err)
-		}
-		defer px.Stop() // after the Limiters and their clients
-		via = make([]string, len(e.cl.names))
-		via[victim] = px.Addr()
-	}
-	h, err := newHybrid(e.cl, s.instances, s.leaseFraction, e.log, via)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, h.close()) }()
-	seen := hotOwner // clusterOwners checked the slots with CLUSTER KEYSLOT
-	if !s.cluster {
-		if seen, err = locateHotKeys(ctx, e.cl, h, hot, hotLimits); err != nil {
-			return err
-		}
-	}
-	var owned []string
-	victimHot := make([]bool, len(hot))
-	for i, k := range hot {
-		if seen[i] != hotOwner[i] {
-			return fmt.Errorf("bench: hybrid sent %s to node %d, shard.New(shard.Config{}) places it on node %d: bench cannot tell the victim's keys", k, seen[i], hotOwner[i])
-		}
-		if victimHot[i] = hotOwner[i] == victim; victimHot[i] {
-			owned = append(owned, strings.TrimPrefix(k, keyPrefix()))
-		}
-	}
-	victimZipf := make([]bool, zipfW.keys.len())
-	for i := range victimZipf {
-		victimZipf[i] = owner(zipfW.keys.key(i)) == victim
-	}
-	e.prog.describe("-fault " + s.fault + " " + victimName)
-
-	faultAt := s.duration / 3
-	backAt := 2 * s.duration / 3
-	nRows := int((s.duration + s.interval - 1) / s.interval)
-	rows := make([][]faultRow, s.concurrency)
-	rowLat := make([]rowLatency, nRows)
-	for r := range rowLat {
-		rowLat[r] = newRowLatency()
-	}
-	var rowLatMu sync.Mutex
-	var cur atomic.Int64 // the row being counted
-	perG := max(1, maxDecisions/s.concurrency)
-	watchNode, watchShard := victimName, ""
-	if s.cluster {
-		watchNode, watchShard = e.cl.names[0], victimName
-	}
-	watch := newBreakerWatch(h, watchNode, watchShard)
-	// With -fault failover: when the master was killed (since start; 0
-	// before), and per goroutine the first answer from Redis for the
-	// victim's keys asked after it and the last from the failure mode.
-	var killedAt atomic.Int64
-	var recov []recovery
-	if s.fault == faultFailover {
-		recov = make([]recovery, s.concurrency)
-		for g := range recov {
-			recov[g] = recovery{firstRemote: -1, lastFailure: -1}
-		}
-	}
-	probe, err := newFailoverProbe(ctx, e, owner, victim)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, probe.close()) }()
-	mover := newMoveProbe(e, owner, victim, zipfLimits)
-	defer func() { err = errors.Join(err, mover.close()) }()
-
-	runCtx, cancel := context.WithTimeout(ctx, s.duration)
-	defer cancel()
-	stop := runCtx.Done()
-	start := time.Now()
-	var wg sync.WaitGroup
-	for g := range s.concurrency {
-		rows[g] = make([]faultRow, nRows)
-		wg.Go(func() {
-			var p *picker
-			if g%2 == 1 {
-				p = zipfW.picker(uint64(g) + 1)
-			}
-			lat, latRow := newRowLatency(), int64(0)
-			flush := func() {
-				rowLatMu.Lock()
-				lat.moveTo(rowLat[latRow])
-				rowLatMu.Unlock()
-			}
-			defer flush()
-			for i := 0; i < perG; i++ {
-				if i%16 == 0 {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-				}
-				k := (g/2 + i) % len(hot)
-				key, ls, mine := hot[k], hotLimits, victimHot[k]
-				if p != nil {
-					k = p.next()
-					key, ls, mine = zipfW.keys.key(k), zipfLimits, victimZipf[k]
-				}
-				ri := cur.Load()
-				if ri != latRow {
-					flush()
-					latRow = ri
-				}
-				row := &rows[g][ri]
-				lim := h.lims[(g+i)%len(h.lims)]
-				// One call in 8 is timed for p99, and on the Zipf side
-				// every call, so that the latency of the answers from
-				// Redis, a few in a thousand, is read from enough of them.
-				var r hybrid.Result
-				var err error
-				var t0 time.Time
-				if sampled := i%8 == 0; sampled || p != nil {
-					t0 = time.Now()
-					r, err = lim.AllowN(ctx, key, 1, ls...)
-					d := time.Since(t0)
-					if sampled {
-						record(lat.all, d)
-					}
-					if err == nil && r.Source == hybrid.SourceRemote {
-						if mine {
-							record(lat.victim, d)
-						} else {
-							record(lat.others, d)
-						}
-					}
-				} else {
-					r, err = lim.AllowN(ctx, key, 1, ls...)
-				}
-				row.decisions++
-				if mine {
-					row.victim++
-				}
-				if err != nil {
-					row.errors++
-					continue
-				}
-				if recov != nil && mine {
-					recov[g].note(r.Source, t0, start, time.Duration(killedAt.Load()))
-				}
-				if int(r.Source) < numSources {
-					row.sources[r.Source]++
-					if mine {
-						row.victimSources[r.Source]++
-					}
-				}
-			}
-		})
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-
-	in := &injector{cl: e.cl, px: px, fault: s.fault, victim: victim, name: victimName, start: start, faultAt: faultAt, backAt: backAt, killed: &killedAt, moveCtx: ctx}
-	injected := make(chan error, 1)
-	go func() { injected <- in.run(runCtx) }()
-	probed := probe.start(runCtx, start, &killedAt)
-	moved := mover.start(runCtx, start, &in.moveFrom, &in.moveTo)
-
-	// Count rows by time; sample the victim's breakers every sampleEvery
-	// and at each new row, so that what changed is put in its row.
-	fine := min(s.interval/10, sampleEvery)
-	tick := time.NewTicker(fine)
-	steps := make([]watchStep, nRows)
-	for r := range steps {
-		steps[r].reasons = map[hybrid.Reason]int64{}
-	}
-	var samples []sample
-	var lastSample time.Duration
-	var lastRow int64
-	last := start
-	note := func(el time.Duration, row, into int64) {
-		lastSample = el
-		st := watch.sample(h)
-		steps[row].degraded = max(steps[row].degraded, st.degraded)
-		steps[into].opened += st.opened
-		steps[into].closed += st.closed
-		for r, n := range st.reasons {
-			steps[into].reasons[r] += n
-		}
-		samples = append(samples, sample{at: el, degraded: st.degraded})
-	}
-	for waiting := true; waiting; {
-		select {
-		case <-done:
-			waiting = false
-		case now := <-tick.C:
-			el := now.Sub(start)
-			row := min(int64(el/s.interval), int64(nRows-1))
-			cur.Store(row)
-			if el-lastSample >= sampleEvery || row != lastRow {
-				// What changed since the last sample happened in the row
-				// of that sample.
-				note(el, row, lastRow)
-			}
-			lastRow = row
-			e.prog.add(now.Sub(last))
-			last = now
-		}
-	}
-	tick.Stop()
-	elapsed := time.Since(start)
-	note(elapsed, lastRow, lastRow)
-	cancel()
-	injErr := <-injected
-	<-probed
-	<-moved
-	if ctx.Err() != nil {
-		return fmt.Errorf("bench: interrupted: %w", ctx.Err())
-	}
-	if injErr != nil {
-		return fmt.Errorf("bench: -fault %s on %s: %w", s.fault, victimName, injErr)
-	}
-	events, flaps := in.done()
-
-	sum := faultSummary{
-		Type: "fault", Fault: s.fault, Node: victimName, Nodes: e.cl.kind, HotKeys: owned,
-		Instances: s.instances, Concurrency: s.concurrency, Seconds: elapsed.Seconds(),
-		FaultAt: faultAt.Seconds(), Flaps: flaps, Sources: map[string]int64{},
-	}
-	if owned == nil {
-		sum.HotKeys = []string{}
-	}
-	if s.fault == "slow" {
-		v := float64(slowDelay()) / float64(time.Millisecond)
-		sum.SlowMs = &v
-	}
-	var faultTime time.Duration = -1
-	for _, ev := range events {
-		if faultTime < 0 {
-			faultTime = ev.at
-			sum.FaultAt = ev.at.Seconds()
-		}
-		if ev.back {
-			v := ev.at.Seconds()
-			sum.BackAt = &v
-		}
-	}
-	sum.DegradedMs, sum.RecoveredMs = breakerTimes(samples, faultTime, sum.BackAt, s.instances)
-	if s.fault == faultFailover {
-		// The dead master's breaker has no keys left to close it: the
-		// recovery is the keys' answers, timed from the kill.
-		sum.RecoveredMs = nil
-		events = failoverTimes(&sum, events, recov, probe, time.Duration(killedAt.Load()))
-	}
-	moveFigures(&sum, mover, time.Duration(in.moveFrom.Load()), time.Duration(in.moveTo.Load()), elapsed)
-
-	// The fault's rows: from the one it was injected in to the one before
-	// the node's return (to the end for kill).
-	winFrom, winTo := nRows, nRows
-	if faultTime >= 0 {
-		winFrom = min(int(faultTime/s.interval), nRows-1)
-		if sum.BackAt != nil {
-			winTo = min(max(int(*sum.BackAt/s.interval.Seconds()), winFrom+1), nRows)
-		}
-	}
-	var winVictim, winFailed int64
-	winLat := newHist()
-
-	timeline := make([]second, nRows)
-	for r := range timeline {
-		rowStart := time.Duration(r) * s.interval
-		width := min(s.interval, elapsed-rowStart)
-		st := steps[r]
-		t := second{Type: "second", Fault: s.fault, T: rowStart.Seconds(), Interval: s.interval.Seconds(),
-			Sources: map[string]int64{}, Degraded: st.degraded, Opened: st.opened, Closed: st.closed,
-			VictimSources: map[string]int64{}, VictimReasons: map[string]int64{}, Events: []string{}}
-		for why, n := range st.reasons {
-			t.VictimReasons[why.String()] = n
-		}
-		for g := range rows {
-			fr := &rows[g][r]
-			t.Decisions += fr.decisions
-			t.Errors += fr.errors
-			t.VictimDecisions += fr.victim
-			for src, n := range fr.sources {
-				if n > 0 {
-					t.Sources[hybrid.Source(src).String()] += n
-				}
-			}
-			for src, n := range fr.victimSources {
-				if n > 0 {
-					t.VictimSources[hybrid.Source(src).String()] += n
-				}
-				if failureMode(hybrid.Source(src)) {
-					t.VictimFailed += n
-				}
-			}
-		}
-		if width > 0 {
-			t.DecisionsPerSec = float64(t.Decisions) / width.Seconds()
-		}
-		if t.VictimDecisions > 0 {
-			t.VictimFailedPct = 100 * float64(t.VictimFailed) / float64(t.VictimDecisions)
-		}
-		t.P99us = quantileUs(rowLat[r].all, 99)
-		t.VictimP99us = quantileUs(rowLat[r].victim, 99)
-		t.OthersP99us = quantileUs(rowLat[r].others, 99)
-		for _, ev := range events {
-			if int(ev.at/s.interval) == r || (r == nRows-1 && int(ev.at/s.interval) > r) {
-				t.Events = append(t.Events, ev.label)
-			}
-		}
-		timeline[r] = t
-		sum.Decisions += t.Decisions
-		sum.Errors += t.Errors
-		sum.Opened += t.Opened
-		sum.VictimDecisions += t.VictimDecisions
-		sum.VictimFailed += t.VictimFailed
-		for src, n := range t.Sources {
-			sum.Sources[src] += n
-		}
-		if r >= winFrom && r < winTo {
-			winVictim += t.VictimDecisions
-			winFailed += t.VictimFailed
-			winLat.Merge(rowLat[r].victim)
-		}
-	}
-	if winVictim > 0 {
-		sum.FaultVictimPct = 100 * float64(winFailed) / float64(winVictim)
-	}
-	sum.FaultVictimP99us = quantileUs(winLat, 99)
-
-	e.prog.finish()
-	if err := printFault(stdout, s.json, timeline, sum); err != nil {
-		return err
-	}
-	path := filepath.Join(s.out, faultChart)
-	var marks []marker
-	for _, ev := range events {
-		if ev.quiet {
-			continue
-		}
-		c := color.Color(color.RGBA{R: 200, A: 255})
-		if ev.back {
-			c = color.RGBA{G: 140, A: 255}
-		}
-		marks = append(marks, marker{x: ev.at.Seconds(), label: ev.label, color: c, row: len(marks)})
-	}
-	return e.writeChart(path, stdout, s.json, faultPlots(timeline, sum, marks)...)
+	w.opened, w.undecided = opened, undecided
+	return step
 }
 
 // ringOwners returns hybrid's node names and the index of the node each
@@ -606,13 +633,9 @@ func ringOwners(cl *cluster) ([]string, func(string) int, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench: ring: %w", err)
 	}
-	index := map[string]int{}
-	for i, n := range cl.names {
-		index[n] = i
-	}
 	return cl.names, func(key string) int {
 		name, _ := ring.Locate(key)
-		return index[name]
+		return slices.Index(cl.names, name)
 	}, nil
 }
 
@@ -634,7 +657,6 @@ func locateHotKeys(ctx context.Context, cl *cluster, h *hybridSystem, hot []stri
 	}
 	owners := make([]int, len(hot))
 	for j, k := range hot {
-		owners[j] = -1
 		before := calls()
 		if _, err := lim.AllowN(ctx, k, 1, limits...); err != nil {
 			return nil, fmt.Errorf("bench: warming %s: %w", k, err)
@@ -643,14 +665,25 @@ func locateHotKeys(ctx context.Context, cl *cluster, h *hybridSystem, hot []stri
 			return nil, fmt.Errorf("bench: interrupted: %w", err)
 		}
 		after := calls()
-		for i, name := range cl.names {
-			if after[name] > before[name] {
-				owners[j] = i
-				break
-			}
-		}
+		owners[j] = slices.IndexFunc(cl.names, func(name string) bool { return after[name] > before[name] })
 	}
 	return owners, nil
+}
+
+// faultMarks are the chart's markers of the events that are not quiet:
+// red, green from the node's return.
+func faultMarks(events []event) []marker {
+	var marks []marker
+	for _, ev := range events {
+		if !ev.quiet {
+			m := marker{x: ev.at.Seconds(), label: ev.label, color: color.RGBA{R: 200, A: 255}, row: len(marks)}
+			if ev.back {
+				m.color = color.RGBA{G: 140, A: 255}
+			}
+			marks = append(marks, m)
+		}
+	}
+	return marks
 }
 
 // printFault writes the timeline and the summary: a table, or one JSON
@@ -665,14 +698,16 @@ func printFault(w io.Writer, asJSON bool, timeline []second, sum faultSummary) e
 		}
 		return enc.Encode(sum)
 	}
+	tw := newTable(w)
 	var cols []string
+	fmt.Fprint(tw, "t\tdecisions/s")
 	for _, src := range sourceNames() {
 		if sum.Sources[src] > 0 {
 			cols = append(cols, src)
+			fmt.Fprintf(tw, "\t%s/s", src)
 		}
 	}
-	tw := newTable(w)
-	fmt.Fprintf(tw, "t\tdecisions/s\t%s\terrors\tp99\tdegraded\topened/closed\tvictim fm\tvictim p99\tothers p99\tevent\n", strings.Join(withSuffix(cols, "/s"), "\t"))
+	fmt.Fprintln(tw, "\terrors\tp99\tdegraded\topened/closed\tvictim fm\tvictim p99\tothers p99\tevent")
 	for _, t := range timeline {
 		fmt.Fprintf(tw, "%.1fs\t%.0f", t.T, t.DecisionsPerSec)
 		for _, c := range cols {
@@ -754,14 +789,6 @@ func latencyOr(us float64, none string) string {
 	return latency(us)
 }
 
-func withSuffix(names []string, suffix string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = n + suffix
-	}
-	return out
-}
-
 // perSec turns a count of a row into a rate.
 func perSec(n int64, t second) float64 {
 	if t.Decisions == 0 || t.DecisionsPerSec == 0 {
@@ -776,53 +803,44 @@ func perSec(n int64, t second) float64 {
 func faultPlots(timeline []second, sum faultSummary, marks []marker) []*plot.Plot {
 	// The y labels stay short: gonum centres a log axis's label at the
 	// linear middle of its range, near the top, and pads the plot for it.
-	title := fmt.Sprintf("decisions/s by Source, -fault %s of %s; errors returned to callers: %d\n(log scale; 0 drawn at 1)", sum.Fault, sum.Node, sum.Errors)
-	rate := newPlot(title, "time (s)", "decisions/s")
-	useLogY(rate)
+	rate := newPlot(fmt.Sprintf("decisions/s by Source, -fault %s of %s; errors returned to callers: %d\n(log scale; 0 drawn at 1)", sum.Fault, sum.Node, sum.Errors),
+		"time (s)", "decisions/s")
 	lat := newPlot("p99 decision latency (log scale; 0 drawn at 0.01 µs)", "time (s)", "p99 (µs)")
+	useLogY(rate)
 	useLogY(lat)
-	mid := func(t second) float64 { return t.T + t.Interval/2 }
-	var total, p99, vp99 plotter.XYs
-	anyVictim := false
-	for _, t := range timeline {
-		total = append(total, plotter.XY{X: mid(t), Y: positive(t.DecisionsPerSec)})
-		p99 = append(p99, plotter.XY{X: mid(t), Y: atLeast(t.P99us, 0.01)})
-		vp99 = append(vp99, plotter.XY{X: mid(t), Y: atLeast(t.VictimP99us, 0.01)})
-		anyVictim = anyVictim || t.VictimP99us > 0
+	over := func(y func(second) float64) plotter.XYs {
+		xys := plotter.XYs{}
+		for _, t := range timeline {
+			xys = append(xys, plotter.XY{X: t.T + t.Interval/2, Y: y(t)})
+		}
+		return xys
 	}
-	_ = addLine(rate, "all", 0, true, total)
+	_ = addLine(rate, "all", 0, true, over(func(t second) float64 { return positive(t.DecisionsPerSec) }))
 	entries := 1
 	for i, src := range sourceNames() {
-		if sum.Sources[src] == 0 {
-			continue
+		if sum.Sources[src] > 0 {
+			_ = addLine(rate, src, i+1, false, over(func(t second) float64 { return positive(perSec(t.Sources[src], t)) }))
+			entries++
 		}
-		var xys plotter.XYs
-		for _, t := range timeline {
-			xys = append(xys, plotter.XY{X: mid(t), Y: positive(perSec(t.Sources[src], t))})
-		}
-		_ = addLine(rate, src, i+1, false, xys)
-		entries++
 	}
-	_ = addLine(lat, "p99", 0, false, p99)
+	_ = addLine(lat, "p99", 0, false, over(func(t second) float64 { return atLeast(t.P99us, 0.01) }))
 	latEntries := 1
-	if anyVictim {
-		_ = addLine(lat, "p99 of the victim's Redis answers", 1, false, vp99)
+	if slices.ContainsFunc(timeline, func(t second) bool { return t.VictimP99us > 0 }) {
+		_ = addLine(lat, "p99 of the victim's Redis answers", 1, false, over(func(t second) float64 { return atLeast(t.VictimP99us, 0.01) }))
 		latEntries++
 	}
 	headroom(rate, entries)
 	headroom(lat, latEntries)
-	for _, m := range marks {
-		// Labelled at their top, the markers need no legend entry.
-		rate.Add(m)
-		lat.Add(m)
-	}
 	// The time axis spans the whole run even where a row is empty.
 	end := 0.0
 	if n := len(timeline); n > 0 {
 		end = timeline[n-1].T + timeline[n-1].Interval
 	}
 	for _, p := range []*plot.Plot{rate, lat} {
-		p.X.Min, p.X.Max = 0, math.Max(end, p.X.Max)
+		for _, m := range marks {
+			p.Add(m) // labelled at its top, a marker needs no legend entry
+		}
+		p.X.Min, p.X.Max = 0, max(end, p.X.Max)
 		p.X.Tick.Marker = stepTicks{}
 	}
 	return []*plot.Plot{rate, lat}

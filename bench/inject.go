@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,8 +49,8 @@ type event struct {
 }
 
 // injector injects one fault into the victim at faultAt after start and,
-// for pause, slow and flap, ends it at backAt. It never outlives the run:
-// its sleeps end with the run's context.
+// for pause, slow and flap, ends it at backAt. Its sleeps end with the
+// run's context; a slot move runs to its end.
 type injector struct {
 	cl              *cluster
 	px              *toxitest.Proxy // in front of the victim, for slow and flap; else nil
@@ -60,34 +59,33 @@ type injector struct {
 	name            string // the victim's: a node's name, or on a cluster the master's address
 	start           time.Time
 	faultAt, backAt time.Duration
-	killed          *atomic.Int64 // failover: set to the time since start once the master is dead
-	// reshard and scale-out: the bench's context, which the move runs on,
-	// and when the slots started and ended moving (since start; 0: not
-	// yet).
-	moveCtx          context.Context
-	moveFrom, moveTo atomic.Int64
 
-	mu     sync.Mutex
+	// Since start, read while the fault runs (0: not yet): hit is the
+	// first event that is not quiet (the kill, the slots starting to
+	// move), healed the first back (the replica promoted, the slots
+	// moved).
+	hit, healed atomic.Int64
+	// What it did, to be read once run has returned: its events, and
+	// for flap the path's down periods.
 	events []event
-	flaps  int // the path's down periods, for flap
+	flaps  int
 }
 
-func (in *injector) record(label string, back, quiet bool) {
-	in.mu.Lock()
-	in.events = append(in.events, event{at: time.Since(in.start), label: label, back: back, quiet: quiet})
-	in.mu.Unlock()
+// record stamps ev with the time since the start and keeps it.
+func (in *injector) record(ev event) {
+	ev.at = time.Since(in.start)
+	if !ev.quiet {
+		in.hit.CompareAndSwap(0, int64(ev.at))
+	}
+	if ev.back {
+		in.healed.CompareAndSwap(0, int64(ev.at))
+	}
+	in.events = append(in.events, ev)
 }
 
-// done returns what the injector did; call it once run has returned.
-func (in *injector) done() ([]event, int) {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.events, in.flaps
-}
-
-// sleepUntil sleeps until at after the start; false if ctx ended first.
-func (in *injector) sleepUntil(ctx context.Context, at time.Duration) bool {
-	t := time.NewTimer(time.Until(in.start.Add(at)))
+// sleep waits d; false if ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -97,44 +95,36 @@ func (in *injector) sleepUntil(ctx context.Context, at time.Duration) bool {
 	}
 }
 
-// run waits for faultAt and injects the fault. It returns early, without
-// injecting, when ctx ends first.
-func (in *injector) run(ctx context.Context) error {
-	if !in.sleepUntil(ctx, in.faultAt) {
+// run waits for faultAt and injects the fault, unless ctx ends first.
+// The slot moves run on bench, the bench's context, not the run's:
+// redis-cli stopped midway would leave slots open.
+func (in *injector) run(ctx, bench context.Context) error {
+	if !sleep(ctx, time.Until(in.start.Add(in.faultAt))) {
 		return nil
 	}
 	cl, i, name := in.cl, in.victim, in.name
 	switch in.fault {
-	case faultReshard, faultScaleOut:
-		return in.move(in.moveCtx)
-	case faultFailover:
-		replica := cl.rc.Replicas[i][0].Addr()
-		if err := cl.rc.Masters[i].Kill(); err != nil {
-			return err
-		}
-		in.killed.Store(int64(time.Since(in.start)))
-		in.record(fmt.Sprintf("failover %s killed (replica %s)", name, replica), false, false)
-		in.awaitPromotion(ctx, replica)
-		return nil
 	case "kill":
-		in.record("kill "+name, false, false)
+		in.record(event{label: "kill " + name})
 		return cl.kill(i)
 	case "pause":
 		what := "pause (SIGSTOP) "
 		if cl.servers == nil {
 			what = "pause (emulated: closed) "
 		}
-		in.record(what+name, false, false)
+		in.record(event{label: what + name})
 		if err := cl.pause(i); err != nil {
 			return err
 		}
 		// Resume even when the run ends first: a frozen node would hang
 		// the clean-up (redistest resumes before it kills, too).
-		in.sleepUntil(ctx, in.backAt)
-		if err := cl.resume(i); err != nil {
+		return in.until(ctx, "resume "+name, func() error { return cl.resume(i) })
+	case "restart":
+		in.record(event{label: "restart " + name})
+		if err := cl.restart(context.WithoutCancel(ctx), i); err != nil {
 			return err
 		}
-		in.record("resume "+name, true, false)
+		in.record(event{label: "back (empty) " + name, back: true})
 		return nil
 	case "slow":
 		d := slowDelay()
@@ -142,69 +132,57 @@ func (in *injector) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		in.record(fmt.Sprintf("slow %s (+%v ± %.0f%% per reply)", name, d, 100*slowJitter), false, false)
-		ok := in.sleepUntil(ctx, in.backAt)
-		if err := in.px.RemoveToxic(toxic); err != nil {
-			return err
-		}
-		if ok {
-			in.record("fast again "+name, true, false)
-		}
-		return nil
+		in.record(event{label: fmt.Sprintf("slow %s (+%v ± %.0f%% per reply)", name, d, 100*slowJitter)})
+		return in.until(ctx, "fast again "+name, func() error { return in.px.RemoveToxic(toxic) })
 	case "flap":
-		return in.flap(ctx, name)
+		return in.flap(ctx)
+	case faultFailover:
+		return in.failover(ctx)
 	default:
-		in.record("restart "+name, false, false)
-		if err := cl.restart(context.WithoutCancel(ctx), i); err != nil {
-			return err
-		}
-		in.record("back (empty) "+name, true, false)
-		return nil
+		return in.move(bench)
 	}
+}
+
+// until waits for backAt, then ends the fault with undo even if ctx ended
+// first, and records label as the node's return if it did not.
+func (in *injector) until(ctx context.Context, label string, undo func() error) error {
+	ok := sleep(ctx, time.Until(in.start.Add(in.backAt)))
+	if err := undo(); err != nil {
+		return err
+	}
+	if ok {
+		in.record(event{label: label, back: true})
+	}
+	return nil
 }
 
 // flap takes the path to the victim down and up, each state lasting
 // [flapMin, flapMax] (seeded), from faultAt until backAt, then leaves it
 // up. Down, the proxy stops listening and closes every connection through
 // it: the node's clients see their connections closed and new ones
-// refused. The loop is bounded by the window's length over flapMin.
-func (in *injector) flap(ctx context.Context, name string) error {
+// refused.
+func (in *injector) flap(ctx context.Context) error {
 	rng := rand.New(rand.NewPCG(faultSeed, 1))
-	draw := func() time.Duration { return flapMin + time.Duration(rng.Int64N(int64(flapMax-flapMin)+1)) }
-	at := in.faultAt
-	maxStates := int((in.backAt-in.faultAt)/flapMin) + 1
-	down := false
-	ok := true
-	for n := 0; n < maxStates && at < in.backAt && ok; n++ {
-		down = !down
-		if down {
+	at, down := in.faultAt, false
+	for sleeping := true; sleeping && at < in.backAt; {
+		if down = !down; down {
 			in.px.Disable()
+			in.flaps++
 		} else if err := in.px.Restart(); err != nil {
 			return err
 		}
 		switch {
-		case n == 0:
-			in.record(fmt.Sprintf("flap %s (down and up every %v–%v)", name, flapMin, flapMax), false, false)
+		case at == in.faultAt:
+			in.record(event{label: fmt.Sprintf("flap %s (down and up every %v–%v)", in.name, flapMin, flapMax)})
 		case down:
-			in.record("down", false, true)
+			in.record(event{label: "down", quiet: true})
 		default:
-			in.record("up", false, true)
+			in.record(event{label: "up", quiet: true})
 		}
-		if down {
-			in.mu.Lock()
-			in.flaps++
-			in.mu.Unlock()
-		}
-		at = min(at+draw(), in.backAt)
-		ok = in.sleepUntil(ctx, at)
+		at = min(at+flapMin+time.Duration(rng.Int64N(int64(flapMax-flapMin)+1)), in.backAt)
+		sleeping = sleep(ctx, time.Until(in.start.Add(at)))
 	}
-	if err := in.px.Restart(); err != nil {
-		return err
-	}
-	if ok {
-		in.record("steady "+name, true, false)
-	}
-	return nil
+	return in.until(ctx, "steady "+in.name, in.px.Restart)
 }
 
 // eventSummary writes a row's events for the table: a label seen more
@@ -219,12 +197,10 @@ func eventSummary(labels []string) string {
 		}
 		count[l]++
 	}
-	parts := make([]string, len(order))
 	for i, l := range order {
-		parts[i] = l
 		if count[l] > 1 {
-			parts[i] = fmt.Sprintf("%s ×%d", l, count[l])
+			order[i] = fmt.Sprintf("%s ×%d", l, count[l])
 		}
 	}
-	return strings.Join(parts, "; ")
+	return strings.Join(order, "; ")
 }

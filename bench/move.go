@@ -4,12 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
 	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
@@ -46,36 +41,28 @@ var clusterFaults = []string{faultFailover, faultReshard, faultScaleOut}
 // movesSlots reports whether fault moves slots (reshard, scale-out).
 func movesSlots(fault string) bool { return fault == faultReshard || fault == faultScaleOut }
 
-// move runs the slot move of fault on the embedded cluster, the victim
-// being master i, and records when it starts and ends; the move itself
-// runs on ctx, the bench's, not the run's: redis-cli stopped midway would
-// leave slots open.
+// move runs the slot move of in.fault on the embedded cluster, on ctx,
+// and records when it starts and ends.
 func (in *injector) move(ctx context.Context) error {
 	rc, i := in.cl.rc, in.victim
-	start := func(label string) {
-		in.moveFrom.Store(int64(time.Since(in.start)))
-		in.record(label, false, false)
-	}
-	switch in.fault {
-	case faultReshard:
-		to := (i + 1) % len(rc.Masters)
-		start(fmt.Sprintf("reshard %d slots %s → %s", reshardSlots, in.name, rc.Masters[to].Addr()))
-		if err := rc.Reshard(ctx, rc.Masters[i], rc.Masters[to], reshardSlots); err != nil {
+	if in.fault == faultReshard {
+		to := rc.Masters[(i+1)%len(rc.Masters)]
+		in.record(event{label: fmt.Sprintf("reshard %d slots %s → %s", reshardSlots, in.name, to.Addr())})
+		if err := rc.Reshard(ctx, rc.Masters[i], to, reshardSlots); err != nil {
 			return err
 		}
-	case faultScaleOut:
-		in.record("scale-out add-node", false, true)
+	} else {
+		in.record(event{label: "scale-out add-node", quiet: true})
 		m, err := rc.AddMaster(ctx)
 		if err != nil {
 			return err
 		}
-		start("scale-out rebalance onto " + m.Addr())
+		in.record(event{label: "scale-out rebalance onto " + m.Addr()})
 		if err := rc.Rebalance(ctx); err != nil {
 			return err
 		}
 	}
-	in.moveTo.Store(int64(time.Since(in.start)))
-	in.record("slots moved", true, false)
+	in.record(event{label: "slots moved", back: true})
 	return nil
 }
 
@@ -91,86 +78,43 @@ func checkMove(cl *cluster, fault string) error {
 	return nil
 }
 
-// moveProbe is redis_rate's side of a slot move: moveProbeCallers
-// goroutines asking for keys of the victim, each call counted where it
-// started inside the move.
-type moveProbe struct {
-	rr     *redisRateSystem
-	keys   []string
-	limits []hybrid.Limit
-
-	mu      sync.Mutex
-	calls   int64
-	errs    int64
-	lat     *hdrhistogram.Histogram
-	slowest time.Duration
-	lastErr error
-}
-
-// newMoveProbe builds the probe for a slot move (nil for other faults):
-// moveProbeKeys keys whose redis_rate keys are on the victim.
-func newMoveProbe(e *env, owner func(string) int, victim int, limits []hybrid.Limit) *moveProbe {
-	if !movesSlots(e.s.fault) {
-		return nil
-	}
-	p := &moveProbe{rr: newRedisRate(e.cl, moveProbeCallers), limits: limits, lat: newHist()}
-	for i := 0; len(p.keys) < moveProbeKeys; i++ {
-		k := keyPrefix() + "move:" + strconv.Itoa(i)
-		if owner("rate:"+limitKey(k, limits[0])) == victim {
-			p.keys = append(p.keys, k)
+// duringMove is caller g of a slot move's probe: it asks for the keys in
+// turn until ctx ends, and counts the calls that start while the slots
+// move.
+func (p *rateProbe) duringMove(ctx context.Context, g int, start time.Time, in *injector) {
+	for i := g; ctx.Err() == nil; i += moveProbeCallers {
+		t0 := time.Now()
+		_, _, err := p.rr.allow(ctx, 0, 0, p.keys[i%len(p.keys)], p.limits)
+		d, at := time.Since(t0), t0.Sub(start)
+		from, to := time.Duration(in.hit.Load()), time.Duration(in.healed.Load())
+		if from == 0 || at < from || (to != 0 && at > to) || ctx.Err() != nil {
+			continue
 		}
+		p.mu.Lock()
+		p.calls++
+		record(p.lat, d)
+		p.slowest = max(p.slowest, d)
+		if err != nil {
+			p.errs++
+			p.lastErr = err
+		}
+		p.mu.Unlock()
 	}
-	return p
 }
 
-// start runs the probe until ctx ends; calls that start between from and
-// to (since start; to 0 while the move goes on) are counted. The channel
-// closes when every caller has stopped.
-func (p *moveProbe) start(ctx context.Context, start time.Time, from, to *atomic.Int64) <-chan struct{} {
-	done := make(chan struct{})
-	if p == nil {
-		close(done)
-		return done
+// rateKey is the Redis key of redis_rate's first Allow for key under
+// limits (redisRateSystem.allow): the key alone when there is one limit.
+func rateKey(key string, limits []hybrid.Limit) string {
+	if len(limits) > 1 {
+		key = limitKey(key, limits[0])
 	}
-	var wg sync.WaitGroup
-	for g := range moveProbeCallers {
-		wg.Go(func() {
-			for i := g; ctx.Err() == nil; i += moveProbeCallers {
-				t0 := time.Now()
-				at := t0.Sub(start)
-				_, _, err := p.rr.allow(ctx, 0, 0, p.keys[i%len(p.keys)], p.limits)
-				d := time.Since(t0)
-				f, t := time.Duration(from.Load()), time.Duration(to.Load())
-				if f == 0 || at < f || (t != 0 && at > t) || ctx.Err() != nil {
-					continue
-				}
-				p.mu.Lock()
-				p.calls++
-				record(p.lat, d)
-				p.slowest = max(p.slowest, d)
-				if err != nil {
-					p.errs++
-					p.lastErr = err
-				}
-				p.mu.Unlock()
-			}
-		})
-	}
-	go func() { wg.Wait(); close(done) }()
-	return done
-}
-
-func (p *moveProbe) close() error {
-	if p == nil {
-		return nil
-	}
-	return p.rr.close()
+	return "rate:" + key
 }
 
 // moveFigures fills the summary's figures of a slot move: how long it
 // took (if it ended within the run, which lasted elapsed), and redis_rate's
 // calls, errors, p99 and slowest call during it.
-func moveFigures(sum *faultSummary, p *moveProbe, from, to, elapsed time.Duration) {
+func moveFigures(sum *faultSummary, p *rateProbe, from, to, elapsed time.Duration) {
 	if p == nil || from == 0 {
 		return
 	}

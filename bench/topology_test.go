@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -206,5 +207,34 @@ func TestFaultSlotMoves(t *testing.T) {
 			t.Logf("%s: slots moved in %.2fs; hybridlimit: %.3f%% of the victim's keys from the failure mode, %d errors; redis_rate: %d calls, %d errors, p99 %.0fµs, slowest %.0fms",
 				tc.fault, *sum.MoveSeconds, sum.FaultVictimPct, sum.Errors, sum.RedisRateCalls, sum.RedisRateErrors, sum.RedisRateP99us, sum.RedisRateSlowestMs)
 		})
+	}
+}
+
+// TestRateKey: the redis_rate probes of the cluster faults pick their keys
+// by the Redis key redis_rate writes for them (reshard's picked them by a
+// key with the limit appended, which redis_rate writes only for several
+// limits, so its keys were spread over every master).
+func TestRateKey(t *testing.T) {
+	cl := miniCluster(t)
+	rr := newRedisRate(cl, 1)
+	defer func() {
+		if err := rr.close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	one := []hybrid.Limit{{Rate: 1000, Period: time.Second}}
+	for _, limits := range [][]hybrid.Limit{one, append(one, hybrid.Limit{Rate: 100, Period: time.Minute})} {
+		key := keyPrefix() + "probe:" + strconv.Itoa(len(limits))
+		if _, _, err := rr.allow(t.Context(), 0, 0, key, limits); err != nil {
+			t.Fatal(err)
+		}
+		want := rateKey(key, limits)
+		found := false
+		for _, m := range cl.minis {
+			found = found || m.Exists(want)
+		}
+		if !found {
+			t.Errorf("rateKey(%q, %d limits) = %q: no node holds it after an Allow", key, len(limits), want)
+		}
 	}
 }
