@@ -98,17 +98,7 @@ func runMode(ctx context.Context, s settings, stdout, stderr io.Writer, started 
 		}
 	}
 
-	var cl *cluster
-	switch {
-	case s.nodes != nil && s.cluster:
-		cl, err = connectRedisCluster(ctx, s.nodes)
-	case s.nodes != nil:
-		cl, err = connectCluster(ctx, s.nodes)
-	case s.cluster:
-		cl, err = startRedisCluster(ctx)
-	default:
-		cl, err = startCluster(ctx, forceMiniredis())
-	}
+	cl, err := openNodes(ctx, s, forceMiniredis())
 	if err != nil {
 		return err
 	}
