@@ -118,25 +118,17 @@ func (s settings) workloadLimits(name string) []hybrid.Limit {
 
 // keyCount is the key-space size of the named workload.
 func (s settings) keyCount(name string) int {
-	switch name {
-	case "hot", "overlimit":
+	switch {
+	case name == "hot" || name == "overlimit":
 		return 1
-	case "zipf":
-		if s.keys > 0 {
-			return s.keys
-		}
+	case s.keys > 0:
+		return s.keys
+	case name == "zipf":
 		return zipfKeyCount
-	case seedWorkload:
-		if s.keys > 0 {
-			return s.keys
-		}
+	case name == seedWorkload:
 		return seedKeyCount
-	default:
-		if s.keys > 0 {
-			return s.keys
-		}
-		return uniformKeyCount
 	}
+	return uniformKeyCount
 }
 
 // newWorkload returns the workload of that name, one of knownWorkloads,
@@ -206,10 +198,10 @@ func (ks keySpace) key(i int) string {
 
 // keyLists caches listed key spaces by kind and size: building a million
 // keys takes a while, and every run of a process uses the same ones.
-var keyLists struct {
+var keyLists = struct {
 	mu sync.Mutex
 	m  map[string][]string
-}
+}{m: map[string][]string{}}
 
 // keyList returns n keys "hlbench:<runID>:<kind><i>".
 func keyList(kind string, n int) []string {
@@ -223,9 +215,6 @@ func keyList(kind string, n int) []string {
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = prefix + strconv.Itoa(i)
-	}
-	if keyLists.m == nil {
-		keyLists.m = map[string][]string{}
 	}
 	keyLists.m[id] = keys
 	return keys
