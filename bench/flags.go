@@ -123,7 +123,7 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	fs.StringVar(&tlsf.cert, "tls-cert", "", "with -nodes: PEM `file` of the client certificate; needs -tls-key")
 	fs.StringVar(&tlsf.key, "tls-key", "", "with -nodes: PEM `file` of the private key of -tls-cert")
 	fs.StringVar(&s.out, "out", ".", "directory the charts are written to")
-	fs.StringVar(&s.cpuprofile, "cpuprofile", "", "write a CPU profile to `file`, labelled by system and workload")
+	fs.StringVar(&s.cpuprofile, "cpuprofile", "", "write a CPU profile to `file`, samples labelled system (hybridlimit, redis_rate, generator) and workload: go tool pprof -tagfocus system=hybridlimit")
 	fs.BoolVar(&s.json, "json", false, "print JSON lines instead of tables")
 	fs.BoolVar(&s.quiet, "q", false, "no progress bar on stderr")
 	fs.StringVar(&s.report, "report", "", "run the standard set of modes and write one Markdown report to `file`")
