@@ -68,22 +68,17 @@ func workloadNames() []string { return []string{"hot", "overlimit", "zipf", "uni
 // the seed's.
 func knownWorkloads() []string { return append(workloadNames(), seedWorkload) }
 
-// defaultLimits are the limits of a workload when -limit is not given,
-// one each:
-//   - hot: PerSecond(1e9), a key well within its limit: every decision is
-//     an admission, the cost of a decision on a hot key; with -sweep,
-//     PerSecond(1e6), which the load exceeds, so that the lease size
-//     matters and accuracy can be read;
-//   - overlimit: PerSecond(10000), a key far over a fast limit: almost
-//     every decision is a denial, the cost of an abusive client hammering
-//     an API limit (a slow limit's denials are cached for long; a fast
-//     one's refill must be taken as it comes);
-//   - zipf: PerSecond(1000) per key: a few hot keys over their limit, a
-//     long cold tail;
-//   - uniform: PerMinute(1e6) per key: every key cold, nothing denied;
-//
-// and two for seed, PerMinute(100) and PerHour(1000): the seed's rules,
-// every request charged against both.
+// defaultLimits are the limits of a workload when -limit is not given:
+//   - hot, PerSecond(1e9): every decision an admission, the cost of a
+//     decision on a hot key; with -sweep PerSecond(1e6), which the load
+//     exceeds, so that the lease size matters and accuracy can be read;
+//   - overlimit, PerSecond(10000): almost every decision a denial, an
+//     abusive client hammering a fast limit (a slow limit's denials are
+//     cached for long; a fast one's refill must be taken as it comes);
+//   - zipf, PerSecond(1000) per key: a few hot keys over it, a cold tail;
+//   - uniform, PerMinute(1e6) per key: every key cold, nothing denied;
+//   - seed, PerMinute(100) and PerHour(1000): the seed's rules, every
+//     request charged against both.
 func defaultLimits(name, mode string) []hybrid.Limit {
 	switch name {
 	case "hot":
