@@ -103,32 +103,19 @@ func runMode(ctx context.Context, s settings, stdout, stderr io.Writer, started 
 		started(cl)
 	}
 
-	e := &env{s: s, cl: cl, stderr: stderr}
+	e := &env{s: s, cl: cl, stderr: stderr, log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if s.mode == modeFault {
-		// Node failures and breaker changes are what a fault run causes;
-		// the timeline shows them.
-		e.log = slog.New(slog.DiscardHandler)
-	} else {
-		e.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		e.log = slog.New(slog.DiscardHandler) // the timeline shows node failures and breaker changes
 	}
 	if s.json {
 		fmt.Fprintln(stderr, cl.describe())
 	} else {
-		fmt.Fprintln(stdout, cl.describe())
-		fmt.Fprintln(stdout, describeRun(s))
-		fmt.Fprintln(stdout)
+		fmt.Fprintf(stdout, "%s\n%s\n\n", cl.describe(), describeRun(s))
 	}
-
-	switch s.mode {
-	case modeSweep:
-		return runSweep(ctx, e, stdout)
-	case modeLoad:
-		return runLoad(ctx, e, stdout)
-	case modeFault:
-		return runFault(ctx, e, stdout)
-	default:
-		return runCompare(ctx, e, stdout)
+	modes := map[string]func(context.Context, *env, io.Writer) error{
+		modeCompare: runCompare, modeSweep: runSweep, modeLoad: runLoad, modeFault: runFault,
 	}
+	return modes[s.mode](ctx, e, stdout)
 }
 
 // runCompare runs every selected workload against hybridlimit and

@@ -428,8 +428,7 @@ func (cl *cluster) pause(i int) error {
 	if cl.servers != nil {
 		return cl.servers[i].Pause()
 	}
-	cl.minis[i].Close()
-	return nil
+	return cl.kill(i)
 }
 
 func (cl *cluster) resume(i int) error {
