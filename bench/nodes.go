@@ -409,13 +409,12 @@ func newClient(o *redis.Options, pool int) *redis.Client {
 	return redis.NewClient(&c)
 }
 
-// Faults on embedded node i: on redis-server what the names say
-// (redistest.Server). miniredis cannot be frozen, so pause closes it
-// (connections are refused instead of hanging) and resume restarts it on
-// the same address, keeping its data; restart does the same and empties
-// it, as a fresh redis-server would be. kill leaves a node down for the
-// rest of the run.
-
+// kill, pause, resume and restart are the faults of embedded node i: on
+// redis-server what the names say (redistest.Server). miniredis cannot be
+// frozen, so pause closes it (connections are refused instead of hanging)
+// and resume restarts it on the same address, keeping its data; restart
+// does the same and empties it, as a fresh redis-server would be. kill
+// leaves a node down for the rest of the run.
 func (cl *cluster) kill(i int) error {
 	if cl.servers != nil {
 		return cl.servers[i].Kill()
