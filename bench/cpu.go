@@ -42,26 +42,16 @@ func (cl *cluster) redisCPU(ctx context.Context) (total time.Duration, ok bool, 
 		}
 	}
 	for _, o := range opts {
-		d, err := nodeCPU(ctx, o)
+		err := call(ctx, o, func(ctx context.Context, c *redis.Client) error {
+			d, err := redistest.UsedCPU(ctx, c)
+			total += d
+			return err
+		})
 		if err != nil {
-			return 0, false, err
+			return 0, false, fmt.Errorf("bench: on %s: %w", o.Addr, err)
 		}
-		total += d
 	}
 	return total, true, nil
-}
-
-// nodeCPU is one node's used_cpu_user plus used_cpu_sys.
-func nodeCPU(ctx context.Context, o *redis.Options) (time.Duration, error) {
-	c := newClient(o, 1)
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
-	defer cancel()
-	d, err := redistest.UsedCPU(ctx, c)
-	if err != nil {
-		return 0, fmt.Errorf("bench: on %s: %w", o.Addr, err)
-	}
-	return d, nil
 }
 
 // redisCPU is cl.redisCPU, saying once on stderr why the nodes' CPU

@@ -31,6 +31,7 @@ type machine struct {
 	goVersion    string
 }
 
+// readMachine reads the machine bench runs on.
 func readMachine() machine {
 	return machine{cores: runtime.NumCPU(), procs: runtime.GOMAXPROCS(0), cpu: cpuModel(), memory: memTotal(),
 		os: osName(), goVersion: runtime.Version()}
@@ -123,17 +124,12 @@ func sourceCommit(ctx context.Context) string {
 		}
 	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		var rev, modified string
+		vcs := map[string]string{}
 		for _, st := range bi.Settings {
-			switch st.Key {
-			case "vcs.revision":
-				rev = st.Value
-			case "vcs.modified":
-				modified = st.Value
-			}
+			vcs[st.Key] = st.Value
 		}
-		switch {
-		case rev != "" && modified == "true":
+		switch rev := vcs["vcs.revision"]; {
+		case rev != "" && vcs["vcs.modified"] == "true":
 			return rev + ", with uncommitted changes (stamped by go build)"
 		case rev != "":
 			return rev + " (stamped by go build)"

@@ -38,9 +38,8 @@ func exitCode(err error) int {
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
-	default:
-		return 1
 	}
+	return 1
 }
 
 // run is the whole program: it parses args, starts the nodes (or connects
@@ -52,34 +51,31 @@ func exitCode(err error) int {
 // results it has and returns an error wrapping ctx.Err()). Errors from a
 // bad command line wrap errUsage. No goroutine it started outlives it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	var s settings
-	s, err = parse(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	s, err := parse(args, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
 		return nil
-	}
-	if err != nil {
+	case err != nil:
 		return err
-	}
-	if s.report != "" {
+	case s.report != "":
 		return runReport(ctx, s, args, stdout, stderr)
+	case s.cpuprofile == "":
+		return runMode(ctx, s, stdout, stderr, nil)
 	}
-	if s.cpuprofile != "" {
-		f, err := os.Create(s.cpuprofile)
-		if err != nil {
-			return fmt.Errorf("bench: -cpuprofile: %w", err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return fmt.Errorf("bench: -cpuprofile: %w", err)
-		}
-		defer func() {
-			pprof.StopCPUProfile()
-			if cerr := f.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("bench: -cpuprofile: %w", cerr)
-			}
-		}()
+	f, err := os.Create(s.cpuprofile)
+	if err != nil {
+		return fmt.Errorf("bench: -cpuprofile: %w", err)
 	}
-	return runMode(ctx, s, stdout, stderr, nil)
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("bench: -cpuprofile: %w", err)
+	}
+	err = runMode(ctx, s, stdout, stderr, nil)
+	pprof.StopCPUProfile()
+	if cerr := f.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("bench: -cpuprofile: %w", cerr)
+	}
+	return err
 }
 
 // labelled runs f with the pprof labels that name the system and workload
@@ -98,17 +94,7 @@ func runMode(ctx context.Context, s settings, stdout, stderr io.Writer, started 
 		}
 	}
 
-	var cl *cluster
-	switch {
-	case s.nodes != nil && s.cluster:
-		cl, err = connectRedisCluster(ctx, s.nodes)
-	case s.nodes != nil:
-		cl, err = connectCluster(ctx, s.nodes)
-	case s.cluster:
-		cl, err = startRedisCluster(ctx)
-	default:
-		cl, err = startCluster(ctx, forceMiniredis())
-	}
+	cl, err := openNodes(ctx, s, forceMiniredis())
 	if err != nil {
 		return err
 	}
@@ -117,32 +103,19 @@ func runMode(ctx context.Context, s settings, stdout, stderr io.Writer, started 
 		started(cl)
 	}
 
-	e := &env{s: s, cl: cl, stderr: stderr}
+	e := &env{s: s, cl: cl, stderr: stderr, log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if s.mode == modeFault {
-		// Node failures and breaker changes are what a fault run causes;
-		// the timeline shows them.
-		e.log = slog.New(slog.DiscardHandler)
-	} else {
-		e.log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		e.log = slog.New(slog.DiscardHandler) // the timeline shows node failures and breaker changes
 	}
 	if s.json {
 		fmt.Fprintln(stderr, cl.describe())
 	} else {
-		fmt.Fprintln(stdout, cl.describe())
-		fmt.Fprintln(stdout, describeRun(s))
-		fmt.Fprintln(stdout)
+		fmt.Fprintf(stdout, "%s\n%s\n\n", cl.describe(), describeRun(s))
 	}
-
-	switch s.mode {
-	case modeSweep:
-		return runSweep(ctx, e, stdout)
-	case modeLoad:
-		return runLoad(ctx, e, stdout)
-	case modeFault:
-		return runFault(ctx, e, stdout)
-	default:
-		return runCompare(ctx, e, stdout)
+	modes := map[string]func(context.Context, *env, io.Writer) error{
+		modeCompare: runCompare, modeSweep: runSweep, modeLoad: runLoad, modeFault: runFault,
 	}
+	return modes[s.mode](ctx, e, stdout)
 }
 
 // runCompare runs every selected workload against hybridlimit and
@@ -193,48 +166,40 @@ func measureOne(ctx context.Context, e *env, w workload, sys string, fraction fl
 	return res, nil
 }
 
-// describeRun is the second line of the report: the settings of the run.
+// describeRun is the second and third lines of the report: the
+// settings of the run, and the limits of each workload.
 func describeRun(s settings) string {
-	var b strings.Builder
-	switch s.mode {
-	case modeSweep:
-		fmt.Fprintf(&b, "run: -sweep lease, %v per point", s.duration)
-	case modeLoad:
-		steps := loadStepsUpTo(s.maxLoad)
-		fmt.Fprintf(&b, "run: -sweep load, Poisson arrivals at %d/s to %d/s until saturation, %v per step", steps[0], steps[len(steps)-1], s.duration)
-	case modeFault:
-		fmt.Fprintf(&b, "run: -fault %s, %v in all, rows of %v", s.fault, s.duration, s.interval)
-	default:
-		fmt.Fprintf(&b, "run: %v per workload and system", s.duration)
-	}
-	callers := "goroutines"
+	run := map[string]string{
+		modeCompare: fmt.Sprintf("%v per workload and system", s.duration),
+		modeSweep:   fmt.Sprintf("-sweep lease, %v per point", s.duration),
+		modeFault:   fmt.Sprintf("-fault %s, %v in all, rows of %v", s.fault, s.duration, s.interval),
+	}[s.mode]
+	callers, leases := "goroutines", ", leases off"
 	if s.mode == modeLoad {
+		steps := loadStepsUpTo(s.maxLoad)
+		run = fmt.Sprintf("-sweep load, Poisson arrivals at %d/s to %d/s until saturation, %v per step", steps[0], steps[len(steps)-1], s.duration)
 		callers = "workers"
 	}
-	fmt.Fprintf(&b, ", %d instances, %d %s, GOMAXPROCS %d, %s", s.instances, s.concurrency, callers, runtime.GOMAXPROCS(0), algorithmName(s.algorithm))
-	if s.mode != modeSweep {
-		if s.leaseFraction == 0 {
-			b.WriteString(", leases off")
-		} else {
-			fmt.Fprintf(&b, ", leases up to %s of the limit", leaseLabel(s.leaseFraction))
-		}
+	if s.mode == modeSweep {
+		leases = ""
+	} else if s.leaseFraction > 0 {
+		leases = ", leases up to " + leaseLabel(s.leaseFraction) + " of the limit"
 	}
-	b.WriteString("\nlimits:")
-	for i, name := range s.limitNames() {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		fmt.Fprintf(&b, " %s %s", name, formatLimits(s.workloadLimits(name)))
+	var limits []string
+	for _, name := range s.limitNames() {
+		l := name + " " + formatLimits(s.workloadLimits(name))
 		switch n := s.keyCount(name); {
 		case name == "zipf" || name == seedWorkload:
-			fmt.Fprintf(&b, " per key (%s keys, s=%s)", strconv.Itoa(n), strconv.FormatFloat(s.zipfS, 'f', -1, 64))
+			l += fmt.Sprintf(" per key (%d keys, s=%s)", n, strconv.FormatFloat(s.zipfS, 'f', -1, 64))
 		case n > 1:
-			fmt.Fprintf(&b, " per key (%d keys)", n)
+			l += fmt.Sprintf(" per key (%d keys)", n)
 		case s.mode == modeFault:
-			fmt.Fprintf(&b, " per key (%d keys)", len(hotKeys()))
+			l += fmt.Sprintf(" per key (%d keys)", len(hotKeys()))
 		}
+		limits = append(limits, l)
 	}
-	return b.String()
+	return fmt.Sprintf("run: %s, %d instances, %d %s, GOMAXPROCS %d, %s%s\nlimits: %s", run, s.instances, s.concurrency, callers,
+		runtime.GOMAXPROCS(0), algorithmName(s.algorithm), leases, strings.Join(limits, ", "))
 }
 
 // forceMiniredis reports whether HYBRIDLIMIT_BENCH_MINIREDIS asks for

@@ -389,7 +389,7 @@ func TestCancelledMidway(t *testing.T) {
 // miniCluster starts 3 miniredis nodes, closed when the test ends.
 func miniCluster(t *testing.T) *cluster {
 	t.Helper()
-	cl, err := startCluster(t.Context(), true)
+	cl, err := openNodes(t.Context(), settings{}, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,8 +16,13 @@ import (
 	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 )
 
-// numNodes is how many Redis nodes the bench starts.
-const numNodes = 3
+// Shapes of the embedded nodes: numNodes independent ones, or -cluster's
+// clusterMasters masters with clusterReplicas replicas each.
+const (
+	numNodes        = 3
+	clusterMasters  = 3
+	clusterReplicas = 1
+)
 
 // housekeepingTimeout bounds one housekeeping command (PING, INFO,
 // FLUSHALL, a SCAN page, UNLINK) on a node.
@@ -46,37 +51,13 @@ type cluster struct {
 	seed  *redis.Options
 }
 
-// clusterMasters and clusterReplicas shape -cluster's embedded cluster.
-const (
-	clusterMasters  = 3
-	clusterReplicas = 1
-)
-
-// startRedisCluster starts -cluster's embedded Redis Cluster.
-func startRedisCluster(ctx context.Context) (*cluster, error) {
+// openNodes starts the embedded nodes s asks for (miniredis when mini is
+// true or redis-server is not installed), or checks those of -nodes,
+// which it never starts. On error it stops what it started.
+func openNodes(ctx context.Context, s settings, mini bool) (cl *cluster, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("bench: interrupted: %w", err)
 	}
-	rc, err := redistest.LaunchCluster(clusterMasters, clusterReplicas)
-	if err != nil {
-		return nil, fmt.Errorf("bench: -cluster: %w", err)
-	}
-	cl := &cluster{rc: rc, seeds: rc.Addrs(), seed: &redis.Options{}, names: []string{"cluster"}}
-	for _, a := range cl.seeds {
-		cl.opts = append(cl.opts, &redis.Options{Addr: a})
-	}
-	v, err := cl.version(ctx, 0)
-	if err != nil {
-		return nil, errors.Join(err, rc.Close())
-	}
-	cl.kind = "redis-server " + v
-	return cl, nil
-}
-
-// startCluster starts numNodes embedded nodes: redis-server through
-// redistest.Launch when it is installed and mini is false, miniredis
-// otherwise. On error it stops what it started.
-func startCluster(ctx context.Context, mini bool) (cl *cluster, err error) {
 	cl = &cluster{}
 	defer func() {
 		if err != nil {
@@ -85,6 +66,34 @@ func startCluster(ctx context.Context, mini bool) (cl *cluster, err error) {
 		}
 	}()
 	switch {
+	case s.nodes != nil && s.cluster:
+		err = cl.connectCluster(ctx, s.nodes)
+	case s.nodes != nil:
+		err = cl.connect(ctx, s.nodes)
+	case s.cluster:
+		cl.rc, err = redistest.LaunchCluster(clusterMasters, clusterReplicas)
+		if err != nil {
+			return cl, fmt.Errorf("bench: -cluster: %w", err)
+		}
+		cl.seeds, cl.seed, cl.names = cl.rc.Addrs(), &redis.Options{}, []string{"cluster"}
+		for _, a := range cl.seeds {
+			cl.opts = append(cl.opts, &redis.Options{Addr: a})
+		}
+	default:
+		err = cl.launch(ctx, mini)
+	}
+	if err != nil || cl.kind != "" {
+		return cl, err
+	}
+	v, err := cl.version(ctx, 0)
+	cl.kind = "redis-server " + v
+	return cl, err
+}
+
+// launch starts numNodes embedded nodes: redis-server when it is
+// installed and mini is false, miniredis otherwise.
+func (cl *cluster) launch(ctx context.Context, mini bool) error {
+	switch {
 	case mini:
 		cl.reason = miniredisEnv + " set"
 	case !redistest.Available():
@@ -92,53 +101,39 @@ func startCluster(ctx context.Context, mini bool) (cl *cluster, err error) {
 	}
 	for range numNodes {
 		if err := ctx.Err(); err != nil {
-			return cl, fmt.Errorf("bench: interrupted: %w", err)
+			return fmt.Errorf("bench: interrupted: %w", err)
 		}
-		var addr string
 		if cl.reason != "" {
 			m, err := miniredis.Run()
 			if err != nil {
-				return cl, fmt.Errorf("bench: starting miniredis: %w", err)
+				return fmt.Errorf("bench: starting miniredis: %w", err)
 			}
 			cl.minis = append(cl.minis, m)
-			addr = m.Addr()
+			cl.names = append(cl.names, m.Addr())
 		} else {
 			srv, err := redistest.Launch()
 			if err != nil {
-				return cl, fmt.Errorf("bench: %w", err)
+				return fmt.Errorf("bench: %w", err)
 			}
 			cl.servers = append(cl.servers, srv)
-			addr = srv.Addr()
+			cl.names = append(cl.names, srv.Addr())
 		}
-		cl.names = append(cl.names, addr)
-		cl.opts = append(cl.opts, &redis.Options{Addr: addr})
+		cl.opts = append(cl.opts, &redis.Options{Addr: cl.names[len(cl.names)-1]})
 	}
 	if cl.reason != "" {
 		cl.kind = "miniredis"
-		return cl, nil
 	}
-	v, err := cl.version(ctx, 0)
-	if err != nil {
-		return cl, err
-	}
-	cl.kind = "redis-server " + v
-	return cl, nil
+	return nil
 }
 
-// connectCluster checks the nodes given with -nodes: each must answer
-// PING. Nothing is started.
-func connectCluster(ctx context.Context, opts []*redis.Options) (*cluster, error) {
-	cl := &cluster{external: true, opts: opts}
+// connect checks the independent nodes of -nodes: each must answer PING.
+func (cl *cluster) connect(ctx context.Context, opts []*redis.Options) error {
+	cl.opts = opts
 	var kinds []string
 	for i, o := range opts {
 		cl.names = append(cl.names, nodeName(o))
-		c := newClient(o, 1)
-		pctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
-		err := c.Ping(pctx).Err()
-		cancel()
-		c.Close()
-		if err != nil {
-			return nil, fmt.Errorf("bench: node %s: PING: %w", cl.names[i], err)
+		if err := call(ctx, o, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }); err != nil {
+			return fmt.Errorf("bench: node %s: PING: %w", cl.names[i], err)
 		}
 		k := "redis (version unknown)"
 		if v, err := cl.version(ctx, i); err == nil {
@@ -148,52 +143,55 @@ func connectCluster(ctx context.Context, opts []*redis.Options) (*cluster, error
 			kinds = append(kinds, k)
 		}
 	}
-	cl.kind = strings.Join(kinds, ", ")
-	return cl, nil
+	cl.kind, cl.external = strings.Join(kinds, ", "), true
+	return nil
 }
 
-// connectRedisCluster checks the seeds of an existing Redis Cluster
-// given with -cluster -nodes: one must be in cluster mode and report
+// connectCluster checks the seeds of an existing Redis Cluster given with
+// -cluster -nodes: the first to answer must be in cluster mode and report
 // cluster_state:ok, and the masters serving its slots must answer INFO.
-// Nothing is started.
-func connectRedisCluster(ctx context.Context, opts []*redis.Options) (*cluster, error) {
-	cl := &cluster{external: true, seed: opts[0], names: []string{"cluster"}}
+func (cl *cluster) connectCluster(ctx context.Context, opts []*redis.Options) error {
+	cl.seed, cl.names = opts[0], []string{"cluster"}
 	for _, o := range opts {
 		cl.seeds = append(cl.seeds, o.Addr)
 	}
 	var errs []error
 	for _, o := range opts {
-		c := newClient(o, 1)
-		ictx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
-		info, err := c.ClusterInfo(ictx).Result()
-		cancel()
-		c.Close()
+		var info string
+		err := call(ctx, o, func(ctx context.Context, c *redis.Client) (err error) {
+			info, err = c.ClusterInfo(ctx).Result()
+			return err
+		})
 		switch {
 		case err != nil && strings.Contains(err.Error(), "cluster support disabled"):
-			return nil, fmt.Errorf("bench: -cluster -nodes: %s is not in cluster mode (cluster-enabled no); give -nodes without -cluster for independent nodes", o.Addr)
+			return fmt.Errorf("bench: -cluster -nodes: %s is not in cluster mode (cluster-enabled no); give -nodes without -cluster for independent nodes", o.Addr)
 		case err != nil:
 			errs = append(errs, fmt.Errorf("bench: -cluster -nodes: %s: CLUSTER INFO: %w", o.Addr, err))
 			continue
 		case !strings.Contains(info, "cluster_state:ok"):
-			return nil, fmt.Errorf("bench: -cluster -nodes: %s: the cluster is not ok (%s)", o.Addr, firstLine(info))
+			return fmt.Errorf("bench: -cluster -nodes: %s: the cluster is not ok (%s)", o.Addr, firstLine(info))
 		}
-		errs = nil
 		break
 	}
-	if errs != nil {
-		return nil, errors.Join(errs...)
+	if len(errs) == len(opts) {
+		return errors.Join(errs...)
 	}
 	masters, err := cl.masters(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("bench: -cluster -nodes: %w", err)
+		return fmt.Errorf("bench: -cluster -nodes: %w", err)
 	}
-	cl.opts = masters
-	v, err := cl.version(ctx, 0)
-	if err != nil {
-		return nil, err
-	}
-	cl.kind = "redis-server " + v
-	return cl, nil
+	cl.opts, cl.external = masters, true
+	return nil
+}
+
+// call runs f with a one-connection client for o, under
+// housekeepingTimeout.
+func call(ctx context.Context, o *redis.Options, f func(context.Context, *redis.Client) error) error {
+	c := newClient(o, 1)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
+	defer cancel()
+	return f(ctx, c)
 }
 
 // clusterOptions are the options of a cluster client for the cluster's
@@ -215,37 +213,31 @@ func (cl *cluster) clusterOptions(pool int) *redis.ClusterOptions {
 // TLS, in address order.
 func (cl *cluster) masters(ctx context.Context) ([]*redis.Options, error) {
 	addrs := cl.seeds
+	seen := map[string]bool{} // masters listed; a killed embedded one holds nothing that outlives the run
 	if cl.rc != nil {
 		addrs = nil
 		for _, s := range cl.rc.Servers() {
+			seen[s.Addr()] = !s.Running()
 			if s.Running() {
 				addrs = append(addrs, s.Addr())
 			}
 		}
 	}
-	var errs []error
+	errs := []error{errors.New("no node of the cluster answered")}
 	for _, a := range addrs {
 		o := *cl.seed
 		o.Addr = a
-		c := newClient(&o, 1)
-		sctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
-		slots, err := c.ClusterSlots(sctx).Result()
-		cancel()
-		c.Close()
+		var slots []redis.ClusterSlot
+		err := call(ctx, &o, func(ctx context.Context, c *redis.Client) (err error) {
+			slots, err = c.ClusterSlots(ctx).Result()
+			return err
+		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("CLUSTER SLOTS on %s: %w", a, err))
 			continue
 		}
 		host, _, _ := net.SplitHostPort(a)
 		var out []*redis.Options
-		seen := map[string]bool{}
-		if cl.rc != nil {
-			// A killed master whose slots no replica has taken yet holds
-			// nothing that outlives the run.
-			for _, s := range cl.rc.Servers() {
-				seen[s.Addr()] = !s.Running()
-			}
-		}
 		for _, s := range slots {
 			if len(s.Nodes) == 0 {
 				continue
@@ -254,13 +246,12 @@ func (cl *cluster) masters(ctx context.Context) ([]*redis.Options, error) {
 			if h, p, err := net.SplitHostPort(m); err == nil && (h == "" || h == "?") {
 				m = net.JoinHostPort(host, p) // the node does not know its own IP
 			}
-			if seen[m] {
-				continue
+			if !seen[m] {
+				seen[m] = true
+				mo := *cl.seed
+				mo.Addr = m
+				out = append(out, &mo)
 			}
-			seen[m] = true
-			mo := *cl.seed
-			mo.Addr = m
-			out = append(out, &mo)
 		}
 		if out == nil {
 			return nil, fmt.Errorf("CLUSTER SLOTS on %s: no master serves a slot", a)
@@ -268,48 +259,43 @@ func (cl *cluster) masters(ctx context.Context) ([]*redis.Options, error) {
 		slices.SortFunc(out, func(x, y *redis.Options) int { return strings.Compare(x.Addr, y.Addr) })
 		return out, nil
 	}
-	return nil, errors.Join(append(errs, errors.New("no node of the cluster answered"))...)
+	return nil, errors.Join(errs...)
 }
 
 // version asks node i for its redis_version.
 func (cl *cluster) version(ctx context.Context, i int) (string, error) {
-	c := newClient(cl.opts[i], 1)
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
-	defer cancel()
-	info, err := c.InfoMap(ctx, "server").Result()
+	var info map[string]map[string]string
+	err := call(ctx, cl.opts[i], func(ctx context.Context, c *redis.Client) (err error) {
+		info, err = c.InfoMap(ctx, "server").Result()
+		return err
+	})
+	if err == nil && info["Server"]["redis_version"] == "" {
+		err = errors.New("no redis_version")
+	}
 	if err != nil {
-		return "", fmt.Errorf("bench: INFO server on %s: %w", cl.names[i], err)
+		return "", fmt.Errorf("bench: INFO server on %s: %w", nodeName(cl.opts[i]), err)
 	}
-	v := info["Server"]["redis_version"]
-	if v == "" {
-		return "", fmt.Errorf("bench: INFO server on %s: no redis_version", cl.names[i])
-	}
-	return v, nil
+	return info["Server"]["redis_version"], nil
 }
 
 // describe is the first line of the report, for example
 // "nodes: 3 redis-server 7.0.15 on 127.0.0.1:40001, 127.0.0.1:40002, ...".
 func (cl *cluster) describe() string {
-	if cl.rc != nil {
+	switch {
+	case cl.rc != nil:
 		return fmt.Sprintf("nodes: a Redis Cluster (%s) of %d masters on %s, %d replica each", cl.kind, len(cl.seeds), strings.Join(cl.seeds, ", "), clusterReplicas)
-	}
-	if cl.seed != nil {
-		var masters []string
-		for _, o := range cl.opts {
-			masters = append(masters, o.Addr)
+	case cl.seed != nil:
+		masters := make([]string, len(cl.opts))
+		for i, o := range cl.opts {
+			masters[i] = o.Addr
 		}
 		return fmt.Sprintf("nodes: a Redis Cluster (%s) of %d masters on %s (seeds %s given with -nodes)", cl.kind, len(masters), strings.Join(masters, ", "), strings.Join(cl.seeds, ", "))
+	case cl.external:
+		return fmt.Sprintf("nodes: %d %s on %s (given with -nodes)", len(cl.names), cl.kind, strings.Join(cl.names, ", "))
+	case cl.reason != "":
+		return fmt.Sprintf("nodes: %d %s on %s (%s)", len(cl.names), cl.kind, strings.Join(cl.names, ", "), cl.reason)
 	}
-	how := ""
-	if cl.external {
-		how = " (given with -nodes)"
-	}
-	s := fmt.Sprintf("nodes: %d %s on %s%s", len(cl.names), cl.kind, strings.Join(cl.names, ", "), how)
-	if cl.reason != "" {
-		s += " (" + cl.reason + ")"
-	}
-	return s
+	return fmt.Sprintf("nodes: %d %s on %s", len(cl.names), cl.kind, strings.Join(cl.names, ", "))
 }
 
 // close stops every embedded node, also after a partial start; for nodes
@@ -336,6 +322,15 @@ func (cl *cluster) close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// holders are the nodes that hold data now: on a cluster, the masters
+// serving its slots; else every node.
+func (cl *cluster) holders(ctx context.Context) ([]*redis.Options, error) {
+	if cl.seed == nil {
+		return cl.opts, nil
+	}
+	return cl.masters(ctx)
+}
+
 // flush empties the nodes of what earlier runs wrote, so that each run
 // starts from fresh buckets: FLUSHALL on embedded nodes, which bench
 // owns (on the embedded cluster, on its masters); on nodes given with
@@ -345,51 +340,28 @@ func (cl *cluster) flush(ctx context.Context) error {
 	if cl.external {
 		return cl.deleteOwn(ctx)
 	}
-	opts, names := cl.opts, cl.names
-	if cl.rc != nil {
-		var err error
-		if opts, err = cl.masters(ctx); err != nil {
-			return err
-		}
-		names = nil
-		for _, o := range opts {
-			names = append(names, o.Addr)
+	opts, err := cl.holders(ctx)
+	for _, o := range opts {
+		if err := call(ctx, o, func(ctx context.Context, c *redis.Client) error { return c.FlushAll(ctx).Err() }); err != nil {
+			return fmt.Errorf("FLUSHALL on %s: %w", nodeName(o), err)
 		}
 	}
-	for i, o := range opts {
-		c := newClient(o, 1)
-		fctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
-		err := c.FlushAll(fctx).Err()
-		cancel()
-		c.Close()
-		if err != nil {
-			return fmt.Errorf("FLUSHALL on %s: %w", names[i], err)
-		}
-	}
-	return nil
+	return err
 }
 
-// deleteOwn deletes, on every node (on a cluster, every master serving
-// slots now), the keys matching ownPatterns: SCAN and UNLINK, page by
-// page.
+// deleteOwn deletes the keys matching ownPatterns on every node that
+// holds data (holders): SCAN and UNLINK, page by page.
 func (cl *cluster) deleteOwn(ctx context.Context) error {
-	opts, names := cl.opts, cl.names
-	if cl.seed != nil {
-		var err error
-		if opts, err = cl.masters(ctx); err != nil {
-			return fmt.Errorf("deleting bench's keys on the cluster: %w", err)
-		}
-		names = nil
-		for _, o := range opts {
-			names = append(names, o.Addr)
-		}
+	opts, err := cl.holders(ctx)
+	if err != nil {
+		return fmt.Errorf("deleting bench's keys on the cluster: %w", err)
 	}
 	var errs []error
-	for i, o := range opts {
+	for _, o := range opts {
 		c := newClient(o, 1)
 		for _, pat := range ownPatterns() {
 			if err := deleteMatching(ctx, c, pat); err != nil {
-				errs = append(errs, fmt.Errorf("deleting %s on %s: %w", pat, names[i], err))
+				errs = append(errs, fmt.Errorf("deleting %s on %s: %w", pat, nodeName(o), err))
 				break
 			}
 		}
@@ -437,14 +409,12 @@ func newClient(o *redis.Options, pool int) *redis.Client {
 	return redis.NewClient(&c)
 }
 
-// Faults, on embedded nodes only. On redis-server they are what the names
-// say (redistest.Server). miniredis cannot be frozen, so pause is
-// emulated: the server is closed (connections are refused instead of
-// hanging) and restarted on the same address by resume, keeping its data.
-// restart on miniredis closes it, starts it again on the same address and
-// empties it, as a fresh redis-server would be.
-
-// kill ends node i; it stays down for the rest of the run.
+// kill, pause, resume and restart are the faults of embedded node i: on
+// redis-server what the names say (redistest.Server). miniredis cannot be
+// frozen, so pause closes it (connections are refused instead of hanging)
+// and resume restarts it on the same address, keeping its data; restart
+// does the same and empties it, as a fresh redis-server would be. kill
+// leaves a node down for the rest of the run.
 func (cl *cluster) kill(i int) error {
 	if cl.servers != nil {
 		return cl.servers[i].Kill()
@@ -453,16 +423,13 @@ func (cl *cluster) kill(i int) error {
 	return nil
 }
 
-// pause freezes node i until resume.
 func (cl *cluster) pause(i int) error {
 	if cl.servers != nil {
 		return cl.servers[i].Pause()
 	}
-	cl.minis[i].Close()
-	return nil
+	return cl.kill(i)
 }
 
-// resume ends a pause of node i.
 func (cl *cluster) resume(i int) error {
 	if cl.servers != nil {
 		return cl.servers[i].Resume()
@@ -470,7 +437,6 @@ func (cl *cluster) resume(i int) error {
 	return cl.minis[i].Restart()
 }
 
-// restart replaces node i by a fresh, empty one on the same address.
 func (cl *cluster) restart(ctx context.Context, i int) error {
 	if cl.servers != nil {
 		return cl.servers[i].Restart()
@@ -481,9 +447,5 @@ func (cl *cluster) restart(ctx context.Context, i int) error {
 		return err
 	}
 	m.FlushAll()
-	c := newClient(cl.opts[i], 1)
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
-	defer cancel()
-	return c.ScriptFlush(ctx).Err()
+	return call(ctx, cl.opts[i], func(ctx context.Context, c *redis.Client) error { return c.ScriptFlush(ctx).Err() })
 }

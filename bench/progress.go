@@ -49,13 +49,12 @@ func (p *progress) describe(what string) {
 	p.bar.Describe(what)
 }
 
-// add moves the bar by d of run time.
+// add moves the bar by d of run time; it is full only at finish.
 func (p *progress) add(d time.Duration) {
-	if p == nil || p.bar == nil || d <= 0 {
+	if p == nil || p.bar == nil {
 		return
 	}
-	n := min(d.Milliseconds(), p.total-1-p.done) // full only at finish
-	if n > 0 {
+	if n := min(d.Milliseconds(), p.total-1-p.done); n > 0 {
 		p.done += n
 		_ = p.bar.Add64(n)
 	}

@@ -27,18 +27,15 @@ func (f tlsFiles) apply(opts []*redis.Options) error {
 	if f == (tlsFiles{}) {
 		return nil
 	}
-	switch {
-	case f.cert != "" && f.key == "":
-		return errors.New("-tls-cert without -tls-key: the client certificate needs its private key")
-	case f.key != "" && f.cert == "":
-		return errors.New("-tls-key without -tls-cert: the private key needs its certificate")
+	if (f.cert == "") != (f.key == "") {
+		return errors.New("-tls-cert and -tls-key: give both, the client certificate and its private key")
 	}
 	var secure []*redis.Options
 	for _, o := range opts {
-		if o.TLSConfig == nil {
+		switch {
+		case o.TLSConfig == nil:
 			continue
-		}
-		if f.ca != "" && o.TLSConfig.InsecureSkipVerify {
+		case f.ca != "" && o.TLSConfig.InsecureSkipVerify:
 			return fmt.Errorf("-tls-ca with ?skip_verify=true on %s: the CA would verify nothing; give one of them", nodeName(o))
 		}
 		secure = append(secure, o)
@@ -52,8 +49,7 @@ func (f tlsFiles) apply(opts []*redis.Options) error {
 		if err != nil {
 			return fmt.Errorf("-tls-ca: %v", err)
 		}
-		pool = x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
+		if pool = x509.NewCertPool(); !pool.AppendCertsFromPEM(pem) {
 			return fmt.Errorf("-tls-ca %s: no PEM certificate in it", f.ca)
 		}
 	}
@@ -66,12 +62,11 @@ func (f tlsFiles) apply(opts []*redis.Options) error {
 		certs = []tls.Certificate{pair}
 	}
 	for _, o := range secure {
-		c := o.TLSConfig.Clone()
+		o.TLSConfig = o.TLSConfig.Clone()
 		if pool != nil {
-			c.RootCAs = pool
+			o.TLSConfig.RootCAs = pool
 		}
-		c.Certificates = certs
-		o.TLSConfig = c
+		o.TLSConfig.Certificates = certs
 	}
 	return nil
 }

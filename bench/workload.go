@@ -68,22 +68,17 @@ func workloadNames() []string { return []string{"hot", "overlimit", "zipf", "uni
 // the seed's.
 func knownWorkloads() []string { return append(workloadNames(), seedWorkload) }
 
-// defaultLimits are the limits of a workload when -limit is not given,
-// one each:
-//   - hot: PerSecond(1e9), a key well within its limit: every decision is
-//     an admission, the cost of a decision on a hot key; with -sweep,
-//     PerSecond(1e6), which the load exceeds, so that the lease size
-//     matters and accuracy can be read;
-//   - overlimit: PerSecond(10000), a key far over a fast limit: almost
-//     every decision is a denial, the cost of an abusive client hammering
-//     an API limit (a slow limit's denials are cached for long; a fast
-//     one's refill must be taken as it comes);
-//   - zipf: PerSecond(1000) per key: a few hot keys over their limit, a
-//     long cold tail;
-//   - uniform: PerMinute(1e6) per key: every key cold, nothing denied;
-//
-// and two for seed, PerMinute(100) and PerHour(1000): the seed's rules,
-// every request charged against both.
+// defaultLimits are the limits of a workload when -limit is not given:
+//   - hot, PerSecond(1e9): every decision an admission, the cost of a
+//     decision on a hot key; with -sweep PerSecond(1e6), which the load
+//     exceeds, so that the lease size matters and accuracy can be read;
+//   - overlimit, PerSecond(10000): almost every decision a denial, an
+//     abusive client hammering a fast limit (a slow limit's denials are
+//     cached for long; a fast one's refill must be taken as it comes);
+//   - zipf, PerSecond(1000) per key: a few hot keys over it, a cold tail;
+//   - uniform, PerMinute(1e6) per key: every key cold, nothing denied;
+//   - seed, PerMinute(100) and PerHour(1000): the seed's rules, every
+//     request charged against both.
 func defaultLimits(name, mode string) []hybrid.Limit {
 	switch name {
 	case "hot":
@@ -118,25 +113,17 @@ func (s settings) workloadLimits(name string) []hybrid.Limit {
 
 // keyCount is the key-space size of the named workload.
 func (s settings) keyCount(name string) int {
-	switch name {
-	case "hot", "overlimit":
+	switch {
+	case name == "hot" || name == "overlimit":
 		return 1
-	case "zipf":
-		if s.keys > 0 {
-			return s.keys
-		}
+	case s.keys > 0:
+		return s.keys
+	case name == "zipf":
 		return zipfKeyCount
-	case seedWorkload:
-		if s.keys > 0 {
-			return s.keys
-		}
+	case name == seedWorkload:
 		return seedKeyCount
-	default:
-		if s.keys > 0 {
-			return s.keys
-		}
-		return uniformKeyCount
 	}
+	return uniformKeyCount
 }
 
 // newWorkload returns the workload of that name, one of knownWorkloads,
@@ -206,10 +193,10 @@ func (ks keySpace) key(i int) string {
 
 // keyLists caches listed key spaces by kind and size: building a million
 // keys takes a while, and every run of a process uses the same ones.
-var keyLists struct {
+var keyLists = struct {
 	mu sync.Mutex
 	m  map[string][]string
-}
+}{m: map[string][]string{}}
 
 // keyList returns n keys "hlbench:<runID>:<kind><i>".
 func keyList(kind string, n int) []string {
@@ -223,9 +210,6 @@ func keyList(kind string, n int) []string {
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = prefix + strconv.Itoa(i)
-	}
-	if keyLists.m == nil {
-		keyLists.m = map[string][]string{}
 	}
 	keyLists.m[id] = keys
 	return keys
