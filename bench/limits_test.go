@@ -197,7 +197,7 @@ func TestSeveralLimitsPerKey(t *testing.T) {
 
 // TestSeveralLimits runs two limits per key that deny nothing through the
 // comparison and the load sweep on miniredis: every JSON row is valid
-// against doc.go's schema and carries both limits joined by '+', and
+// against results.go's types and carries both limits joined by '+', and
 // redis_rate makes one call per limit, two per decision.
 func TestSeveralLimits(t *testing.T) {
 	const limits = "1000000/m+10000000/h"

@@ -101,7 +101,7 @@ func TestLoadSweep(t *testing.T) {
 		"hybridlimit p99", "redis_rate p99", "the generator alone, p99", "target: p99 < 1 ms")
 }
 
-// TestLoadJSON checks -sweep load's JSON rows against doc.go's schema.
+// TestLoadJSON checks -sweep load's JSON rows against results.go's types.
 func TestLoadJSON(t *testing.T) {
 	dir := t.TempDir()
 	out, stderr := runBench(t, "-sweep", "load", "-workload", "uniform", "-max-load", "10000", "-duration", "100ms", "-keys", "1000", "-json", "-out", dir)

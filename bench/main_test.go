@@ -56,7 +56,7 @@ func results(t *testing.T, out string) []result {
 }
 
 // decodeLines decodes JSON lines of objects of one type into the struct
-// T bench marshals for it, each line checked against doc.go's schema.
+// T bench marshals for it, each line checked against results.go's types.
 func decodeLines[T any](t *testing.T, out string) []T {
 	t.Helper()
 	var vs []T

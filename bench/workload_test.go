@@ -86,7 +86,7 @@ func TestSeedWorkloadFlags(t *testing.T) {
 }
 
 // TestSeedWorkload runs the seed workload on miniredis, over 1000 keys,
-// in the comparison and the load sweep: rows valid against doc.go's
+// in the comparison and the load sweep: rows valid against results.go's
 // schema, both limits in them, redis_rate at one to two calls per
 // decision (the second limit is asked only when the first admits).
 func TestSeedWorkload(t *testing.T) {
