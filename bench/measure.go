@@ -19,22 +19,15 @@ import (
 	"github.com/hybridlimit/hybridlimit/limit"
 )
 
-// maxDecisions bounds a run's decisions, shared among its goroutines.
-const maxDecisions = 1 << 30
-
-// sampleEvery is how often a run samples the lease units outstanding and
-// moves the progress bar.
-const sampleEvery = 20 * time.Millisecond
-
-// Latencies are HDR histograms of nanoseconds, 1ns to histMax (longer ones
-// count as histMax), within 1% at histSigFigs digits. A histogram is not
-// safe for concurrent use.
 const (
+	maxDecisions = 1 << 30               // a run's decisions at most, shared among its goroutines
+	sampleEvery  = 20 * time.Millisecond // how often a run samples lease units and moves the progress bar
+	// Latencies are HDR histograms of ns, 1ns to histMax (longer ones count
+	// as histMax), within 1%. A histogram is not safe for concurrent use.
 	histMax     = time.Minute
 	histSigFigs = 2
 )
 
-// newHist returns an empty latency histogram.
 func newHist() *hdrhistogram.Histogram {
 	return hdrhistogram.New(1, int64(histMax), histSigFigs)
 }
@@ -52,7 +45,6 @@ func quantileUs(h *hdrhistogram.Histogram, q float64) float64 {
 	return float64(h.ValueAtQuantile(q)) / 1e3
 }
 
-// numSources is the number of hybrid Sources.
 const numSources = int(hybrid.SourceFailClosed) + 1
 
 // env is what every run of one invocation shares.
@@ -83,8 +75,8 @@ func newSetup(e *env, w workload, system string, fraction float64) setup {
 	return st
 }
 
-// tally is what one goroutine of a run counted, or (add) the whole run.
-// It is not safe for concurrent use.
+// tally is what one goroutine of a run counted, or (add) the whole run;
+// not safe for concurrent use.
 type tally struct {
 	decisions, admitted, errors int64 // decisions: calls made and returned, failed ones included
 	abandoned                   int64 // open loop: arrivals not started by the drain deadline
@@ -99,10 +91,7 @@ type tally struct {
 func (t *tally) count(ok bool, src hybrid.Source, err error) {
 	t.decisions++
 	if err != nil {
-		if t.errors == 0 {
-			t.firstErr = err
-		}
-		t.errors++
+		t.errors, t.firstErr = t.errors+1, cmp.Or(t.firstErr, err)
 		return
 	}
 	if ok {
@@ -144,12 +133,11 @@ func (e *env) warnErrors(ctx context.Context, what string, t *tally) {
 	}
 }
 
-// meters are a run's round trips to Redis and the CPU of the bench process
-// and of the nodes (redisOK: it could be read).
+// meters are the round trips to Redis and the CPU of bench and the nodes.
 type meters struct {
 	calls         int64
 	client, redis time.Duration
-	redisOK       bool
+	redisOK       bool // redis could be read
 }
 
 // startMeters reads the bench process's CPU last: reading the nodes' costs some.
@@ -165,8 +153,7 @@ func (m0 meters) since(ctx context.Context, e *env, sys system) meters {
 	return meters{calls: sys.calls() - m0.calls, client: client, redis: redis - m0.redis, redisOK: ok && m0.redisOK}
 }
 
-// perDecision returns m per decision of n > 0: round trips to Redis, and
-// CPU µs of the bench process and of the nodes (nil where not read).
+// perDecision returns m per decision of n > 0, CPU in µs (redisUs nil: unread).
 func (m meters) perDecision(n int64) (calls, clientUs float64, redisUs *float64) {
 	d := float64(n)
 	if m.redisOK {
@@ -176,11 +163,10 @@ func (m meters) perDecision(n int64) (calls, clientUs float64, redisUs *float64)
 	return float64(m.calls) / d, float64(m.client.Microseconds()) / d, redisUs
 }
 
-// keyCounts is a run's requests per key index, added atomically (cheaper
-// than a map per goroutine; uint32: maxDecisions < 2^32), and per key when
-// its first admission was answered (ns since the start, plus one; 0: none),
-// from which ideal counts. Redis decided it up to a round trip earlier: a
-// run ending that soon after a period's end may admit one rate over ideal.
+// keyCounts is a run's requests per key index, added atomically (uint32:
+// maxDecisions < 2^32), and when each key's first admission was answered
+// (ns since the start, plus one; 0: none). Redis decided it up to a round
+// trip earlier, so a run may admit one rate over ideal.
 type keyCounts struct {
 	n     []uint32
 	first []atomic.Int64
@@ -190,7 +176,6 @@ func newKeyCounts(keys int) *keyCounts {
 	return &keyCounts{n: make([]uint32, keys), first: make([]atomic.Int64, keys)}
 }
 
-// count counts a request for the key of index k.
 func (c *keyCounts) count(k int) { atomic.AddUint32(&c.n[k], 1) }
 
 // seen notes an admission of key k answered at, if the earliest.
@@ -273,12 +258,11 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	h, leases := sys.(*hybridSystem)
 	leases = leases && fraction > 0
 	var unitsMax, unitsSum, samples int64
-	tick := time.NewTicker(sampleEvery)
 	last := start
-	for !isClosed(done) {
+	for tick := time.Tick(sampleEvery); !isClosed(done); {
 		select {
 		case <-done:
-		case now := <-tick.C:
+		case now := <-tick:
 			if leases {
 				u := h.leaseUnits()
 				unitsMax, unitsSum, samples = max(unitsMax, u), unitsSum+u, samples+1
@@ -287,7 +271,6 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 			last = now
 		}
 	}
-	tick.Stop()
 	elapsed := time.Since(start)
 	cost := m.since(ctx, e, sys)
 	e.prog.add(max(0, min(e.s.duration, elapsed)-last.Sub(start)))

@@ -24,8 +24,7 @@ var systemNames = []string{sysHybrid, sysRedisRate}
 
 // system is one rate-limiting implementation under test.
 type system interface {
-	// allow decides one request for key against all of limits (one or
-	// more), made by goroutine g as its i-th, and says what decided it.
+	// allow decides goroutine g's i-th request for key against all of limits.
 	allow(ctx context.Context, g, i int, key string, limits []hybrid.Limit) (bool, hybrid.Source, error)
 	// calls returns the round trips to Redis so far.
 	calls() int64
@@ -61,11 +60,7 @@ func newHybrid(cl *cluster, instances int, fraction float64, log *slog.Logger, v
 	h := &hybridSystem{}
 	for range instances {
 		cfg := hybrid.Config{Prefix: hybridPrefix, Logger: log}
-		if fraction == 0 {
-			cfg.Lease.Disable = true
-		} else {
-			cfg.Lease.MaxFraction = fraction
-		}
+		cfg.Lease.Disable, cfg.Lease.MaxFraction = fraction == 0, fraction
 		add := func(name string, c redis.UniversalClient) {
 			h.clients = append(h.clients, c)
 			cfg.Nodes = append(cfg.Nodes, hybrid.Node{Name: name, Client: c})
@@ -173,11 +168,6 @@ func newRedisRate(cl *cluster, pool int) *redisRateSystem {
 	return r
 }
 
-// rateLimit is l as redis_rate takes it.
-func rateLimit(l hybrid.Limit) redis_rate.Limit {
-	return redis_rate.Limit{Rate: int(l.Rate), Burst: int(l.Capacity()), Period: l.Period}
-}
-
 // allow makes one Allow per limit, in order, each on its own key (limitKey;
 // the key alone for one limit), until one denies; those before stay charged.
 func (r *redisRateSystem) allow(ctx context.Context, _, _ int, key string, limits []hybrid.Limit) (bool, hybrid.Source, error) {
@@ -188,12 +178,9 @@ func (r *redisRateSystem) allow(ctx context.Context, _, _ int, key string, limit
 			k = limitKey(key, l)
 		}
 		r.n.Add(1)
-		res, err := lim.Allow(ctx, k, rateLimit(l))
-		if err != nil {
+		res, err := lim.Allow(ctx, k, redis_rate.Limit{Rate: int(l.Rate), Burst: int(l.Capacity()), Period: l.Period})
+		if err != nil || res.Allowed == 0 {
 			return false, hybrid.SourceRemote, err
-		}
-		if res.Allowed == 0 {
-			return false, hybrid.SourceRemote, nil
 		}
 	}
 	return true, hybrid.SourceRemote, nil
@@ -203,13 +190,10 @@ func (r *redisRateSystem) allow(ctx context.Context, _, _ int, key string, limit
 // "hlbench:1a2b3c4d:z:42:100/m", in one allocation.
 func limitKey(key string, l hybrid.Limit) string {
 	var buf [128]byte
-	b := append(buf[:0], key...)
-	b = append(b, ':')
-	return string(appendLimit(b, l))
+	return string(appendLimit(append(append(buf[:0], key...), ':'), l))
 }
 
-// calls counts one round trip per Allow (an EVALSHA; the first EVAL per
-// node is not counted).
+// calls counts a round trip per Allow (EVALSHA; the first EVAL uncounted).
 func (r *redisRateSystem) calls() int64 { return r.n.Load() }
 
 func (r *redisRateSystem) close() error { return closeClients(&r.clients) }
