@@ -29,9 +29,7 @@ const (
 	// saturationP99 ends a sweep: past hybrid's default Timeout hybridlimit
 	// answers from its failure mode and a step measures the queue.
 	saturationP99 = hybrid.DefaultTimeout
-	// minAchieved ends a sweep: calls returned at under this share of the
-	// arrival rate.
-	minAchieved = 0.9
+	minAchieved   = 0.9 // ends a sweep: calls returned at under this share of the arrival rate
 	// generatorBound is the most the generator may add at p99 (its lag, or
 	// alone its calls to noSystem) and still keep its schedule; half of
 	// latencyTarget, above what it took alone on a quiet 2-core machine.
@@ -76,10 +74,8 @@ func runLoad(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	return e.writeChart(filepath.Join(s.out, loadChart), stdout, s.json, loadPlots(s.workloads, rep.rows)...)
 }
 
-// warmup is how long a system warms up before its first step.
 func warmup(window time.Duration) time.Duration { return min(window, loadWarmup) }
 
-// interrupted is the error of a run cut short by ctx.
 func interrupted(ctx context.Context) error { return fmt.Errorf("bench: interrupted: %w", ctx.Err()) }
 
 // sweepLoad steps one workload's offered load for both systems, built once
@@ -177,9 +173,8 @@ func (e *env) loadStep(ctx context.Context, w workload, name string, sys system,
 		Seconds: st.elapsed.Seconds(), AchievedPct: 100 * st.achieved(),
 		P50us: quantileUs(st.latency, 50), P99us: quantileUs(st.latency, 99),
 		P999us: quantileUs(st.latency, 99.9), MaxUs: float64(st.latency.Max()) / 1e3,
-		GeneratorLagP99us: quantileUs(st.lag, 99),
-		Admitted:          st.admitted, Errors: st.errors, Sources: st.sourceNames(),
-		overflow: st.overflow,
+		GeneratorLagP99us: quantileUs(st.lag, 99), overflow: st.overflow,
+		Admitted: st.admitted, Errors: st.errors, Sources: st.sourceNames(),
 	}
 	if st.decisions > 0 {
 		r.DecisionsPerSec = float64(st.decisions) / st.elapsed.Seconds()
@@ -191,7 +186,6 @@ func (e *env) loadStep(ctx context.Context, w workload, name string, sys system,
 	return r, nil
 }
 
-// us is d in microseconds.
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
 
 // saturation says why a step did not keep up or passed saturationP99, or "".

@@ -119,14 +119,12 @@ func describeHighest(rows []loadRow) string {
 		best = rows[i-1].OfferedPerSec
 	}
 	stop := rows[i]
-	at := fmt.Sprintf("at %.0f/s", stop.OfferedPerSec)
+	at := fmt.Sprintf("at %.0f/s p99 %s", stop.OfferedPerSec, latency(stop.P99us))
 	switch {
 	case stop.LimitedBy != limitedNone:
-		at += " " + stop.LimitedBy + ": " + stop.Reason
+		at = fmt.Sprintf("at %.0f/s %s: %s", stop.OfferedPerSec, stop.LimitedBy, stop.Reason)
 	case stop.behind:
-		at += fmt.Sprintf(" p99 %s, %s", latency(stop.P99us), stop.Reason)
-	default:
-		at += fmt.Sprintf(" p99 %s", latency(stop.P99us))
+		at += ", " + stop.Reason
 	}
 	lower := stop.LimitedBy == limitedGenerator || stop.LimitedBy == limitedNone && stop.behind
 	switch {
