@@ -13,16 +13,10 @@ import (
 	"github.com/hybridlimit/hybridlimit/hybrid"
 )
 
-// The open-loop generator of -sweep load (doc.go): a dispatcher releases
-// Poisson arrivals when due into a queue that workers serve; a call's
-// latency runs from its due time, and the dispatcher's lateness is its lag.
-
-// maxDispatchSleep bounds one sleep of the dispatcher, so that it sees a
-// cancellation within that time however sparse the arrivals.
+// maxDispatchSleep bounds a dispatcher's sleep, so that it sees cancellation.
 const maxDispatchSleep = 10 * time.Millisecond
 
-// arrivals draws the due times of a seeded Poisson process. It is not safe
-// for concurrent use.
+// arrivals draws seeded Poisson due times; not safe for concurrent use.
 type arrivals struct {
 	rng  *rand.Rand
 	mean float64 // mean ns between arrivals
@@ -62,8 +56,7 @@ type stepStats struct {
 	lag       *hdrhistogram.Histogram // from due to released, per arrival
 }
 
-// achieved is the calls' rate as a share of the arrivals' (1: kept up; 0:
-// no arrivals).
+// achieved is the calls' rate over the arrivals' (1: kept up; 0: none).
 func (st *stepStats) achieved() float64 {
 	if st.scheduled == 0 || st.elapsed <= 0 || st.window <= 0 {
 		return 0
@@ -119,14 +112,7 @@ func offer(ctx context.Context, sys system, w workload, c stepConfig) *stepStats
 		})
 	}
 
-	func() {
-		sleep := c.sleep
-		if sleep == nil {
-			defer dispatchThread()()
-			sleep = dispatchSleep
-		}
-		st.window = dispatch(ctx, c, start, queue, st, sleep)
-	}()
+	st.window = dispatch(ctx, c, start, queue, st)
 	deadline.Store(int64(max(st.window, time.Since(start)) + c.drain))
 	if ctx.Err() != nil {
 		deadline.Store(0) // abandon what is queued
@@ -146,7 +132,12 @@ func offer(ctx context.Context, sys system, w workload, c stepConfig) *stepStats
 // dispatch releases the arrivals due in [0, c.window) into queue when due,
 // counting st.scheduled and recording st.lag, and returns when it stopped:
 // c.window, or earlier on a full queue (st.overflow) or cancellation.
-func dispatch(ctx context.Context, c stepConfig, start time.Time, queue chan<- time.Duration, st *stepStats, sleep func(time.Duration)) time.Duration {
+func dispatch(ctx context.Context, c stepConfig, start time.Time, queue chan<- time.Duration, st *stepStats) time.Duration {
+	sleep := c.sleep
+	if sleep == nil {
+		defer dispatchThread()()
+		sleep = dispatchSleep
+	}
 	a, cancelled := newArrivals(c.rate, c.seed), ctx.Done()
 	for next := a.next(); next < c.window; {
 		if isClosed(cancelled) {
@@ -171,8 +162,7 @@ func dispatch(ctx context.Context, c stepConfig, start time.Time, queue chan<- t
 	return c.window
 }
 
-// noSystem answers every call at once: against it the generator measures
-// itself.
+// noSystem answers at once: against it the generator measures itself.
 type noSystem struct{}
 
 var _ system = noSystem{}
