@@ -51,8 +51,7 @@ func loadStepsUpTo(upTo int64) []int64 {
 	return slices.DeleteFunc(slices.Clone(loadSteps), func(r int64) bool { return r > upTo })
 }
 
-// runLoad runs -sweep load for each selected workload, prints the table and
-// the highest-load lines, and writes the chart.
+// runLoad runs -sweep load: the table, the highest-load lines and the chart.
 func runLoad(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	s := e.s
 	steps := loadStepsUpTo(s.maxLoad)
@@ -154,8 +153,7 @@ func (e *env) stepConfig(rate float64, window time.Duration) stepConfig {
 	return stepConfig{rate: rate, window: window, workers: e.s.concurrency, drain: loadDrain, queue: loadQueue, seed: uint64(rate)}
 }
 
-// loadStep runs one step of w against sys at rate decisions/s and returns
-// its row, not yet judged. A rate's arrivals are the same for every system.
+// loadStep runs w against sys at rate decisions/s; its row is not yet judged.
 func (e *env) loadStep(ctx context.Context, w workload, name string, sys system, rate int64) (loadRow, error) {
 	e.prog.describe(fmt.Sprintf("%s/%s %d/s", w.name, name, rate))
 	m := e.startMeters(ctx, sys)
@@ -225,8 +223,7 @@ func (r *loadRow) judge(alone *loadRow) {
 	}
 }
 
-// judgeGenerator judges the generator alone as a system, and behind where
-// its lag or p99 passed generatorBound.
+// judgeGenerator judges the generator alone; behind: lag or p99 > generatorBound.
 func (r *loadRow) judgeGenerator() {
 	r.behind = r.GeneratorLagP99us > us(generatorBound) || r.P99us > us(generatorBound)
 	r.LimitedBy, r.Reason = limitedGenerator, saturation(r)

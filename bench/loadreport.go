@@ -15,9 +15,8 @@ import (
 // loadChart is the file -sweep load writes in -out.
 const loadChart = "latency-throughput.svg"
 
-// loadReport writes the rows of -sweep load: a JSON object per row as it
-// comes, or by flush a table and the highest-load lines. It keeps the rows
-// for the chart.
+// loadReport writes -sweep load's rows as JSON as they come, or by flush as
+// a table and the highest-load lines; it keeps them for the chart.
 type loadReport struct {
 	enc  *json.Encoder // nil: a table
 	w    io.Writer
@@ -138,8 +137,7 @@ func describeHighest(rows []loadRow) string {
 	return fmt.Sprintf("%.0f/s (%s)", best, at)
 }
 
-// loadPlots draws, per workload, p99 against offered load on log scales,
-// the generator alone and the target dashed.
+// loadPlots draws p99 against offered load per workload, on log scales.
 func loadPlots(workloads []string, rows []loadRow) []*plot.Plot {
 	var plots []*plot.Plot
 	for _, wl := range workloads {

@@ -75,8 +75,7 @@ func newSetup(e *env, w workload, system string, fraction float64) setup {
 	return st
 }
 
-// tally is what one goroutine of a run counted, or (add) the whole run;
-// not safe for concurrent use.
+// tally is one goroutine's counts, or (add) a run's; not safe for concurrent use.
 type tally struct {
 	decisions, admitted, errors int64 // decisions: calls made and returned, failed ones included
 	abandoned                   int64 // open loop: arrivals not started by the drain deadline
@@ -163,17 +162,12 @@ func (m meters) perDecision(n int64) (calls, clientUs float64, redisUs *float64)
 	return float64(m.calls) / d, float64(m.client.Microseconds()) / d, redisUs
 }
 
-// keyCounts is a run's requests per key index, added atomically (uint32:
-// maxDecisions < 2^32), and when each key's first admission was answered
-// (ns since the start, plus one; 0: none). Redis decided it up to a round
-// trip earlier, so a run may admit one rate over ideal.
+// keyCounts is a run's requests per key, added atomically (uint32: maxDecisions
+// < 2^32), and when each key's first admission was answered (ns since the start,
+// plus one; 0: none), a round trip after Redis decided it.
 type keyCounts struct {
 	n     []uint32
 	first []atomic.Int64
-}
-
-func newKeyCounts(keys int) *keyCounts {
-	return &keyCounts{n: make([]uint32, keys), first: make([]atomic.Int64, keys)}
 }
 
 func (c *keyCounts) count(k int) { atomic.AddUint32(&c.n[k], 1) }
@@ -197,8 +191,7 @@ func (c *keyCounts) from(k int) time.Duration {
 	return time.Duration(max(c.first[k].Load()-1, 0))
 }
 
-// measure runs w closed loop against sysName (fraction: Lease.MaxFraction)
-// on flushed nodes, and closes the system before returning.
+// measure runs w closed loop against sysName on flushed nodes, then closes it.
 func measure(ctx context.Context, e *env, w workload, sysName string, fraction float64) (res result, err error) {
 	if err := e.cl.flush(ctx); err != nil {
 		return res, err
@@ -211,7 +204,7 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 
 	perG := max(1, maxDecisions/e.s.concurrency)
 	tallies := make([]tally, e.s.concurrency)
-	counts := newKeyCounts(w.keys.len())
+	counts := &keyCounts{n: make([]uint32, w.keys.len()), first: make([]atomic.Int64, w.keys.len())}
 	oneKey := w.keys.len() == 1 // count without an atomic on the hot path
 	m := e.startMeters(ctx, sys)
 	runCtx, cancel := context.WithTimeout(ctx, e.s.duration)
@@ -341,8 +334,7 @@ func ideal(limits []hybrid.Limit, counts *keyCounts, start time.Time, elapsed ti
 	return sum
 }
 
-// limitsCapacity is the least keyCapacity of limits: a request charged
-// against several passes only where every one admits it.
+// limitsCapacity is the least keyCapacity: a request passes where all admit it.
 func limitsCapacity(limits []hybrid.Limit, start time.Time, elapsed time.Duration) float64 {
 	c := math.Inf(1)
 	for _, l := range limits {
@@ -372,8 +364,7 @@ func keyCapacity(l hybrid.Limit, start time.Time, elapsed time.Duration) float64
 	}
 }
 
-// saturated is what package limit admits over [start, start+elapsed] to a
-// key asking, at each of at most 200,000 steps, for every unit it has.
+// saturated is what package limit admits a key asking all it has at ≤200,000 steps.
 func saturated(l hybrid.Limit, start time.Time, elapsed time.Duration) float64 {
 	step := max(l.Period/time.Duration(8*l.Rate), elapsed/200_000, time.Microsecond)
 	var s limit.State

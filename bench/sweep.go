@@ -12,15 +12,13 @@ import (
 	"gonum.org/v1/plot/plotter"
 )
 
-// sweepFractions are the Lease.MaxFraction values -sweep lease runs, 0
-// (leases off) first.
+// sweepFractions are -sweep lease's Lease.MaxFraction values, 0 (off) first.
 var sweepFractions = []float64{0, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05}
 
 // sweepChart is the file -sweep lease writes in -out.
 const sweepChart = "lease-sweep.svg"
 
-// runSweep runs each selected workload against redis_rate once and
-// hybridlimit per sweepFractions value, prints the table, writes the chart.
+// runSweep runs -sweep lease: the table and the chart.
 func runSweep(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	s := e.s
 	e.prog = newProgress(e.stderr, s.quiet, time.Duration(len(s.workloads)*(1+len(sweepFractions)))*s.duration)
@@ -53,8 +51,7 @@ func runSweep(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	return e.writeChart(filepath.Join(s.out, sweepChart), stdout, s.json, sweepPlots(s.workloads, all)...)
 }
 
-// sweepPlots draws decisions/s and admitted/ideal against lease size, per
-// workload; redis_rate and the over-admission bound dashed.
+// sweepPlots draws decisions/s and admitted/ideal against lease size.
 func sweepPlots(workloads []string, all []result) []*plot.Plot {
 	const xLabel = "Lease.MaxFraction (largest lease, % of the limit)"
 	rate := newPlot("decisions/s against lease size (log scale)", xLabel, "decisions/s")

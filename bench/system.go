@@ -31,8 +31,7 @@ type system interface {
 	close() error
 }
 
-// newSystem builds the named system as every mode but -fault runs it:
-// fraction is Lease.MaxFraction (0: leases off).
+// newSystem builds name as every mode but -fault runs it; fraction 0: leases off.
 func (e *env) newSystem(name string, fraction float64) (system, error) {
 	if name == sysRedisRate {
 		return newRedisRate(e.cl, e.s.concurrency), nil
@@ -44,8 +43,7 @@ func (e *env) newSystem(name string, fraction float64) (system, error) {
 	return h, nil
 }
 
-// hybridSystem is -instances Limiters over the same nodes, each with
-// clients of its own; requests go to them round-robin.
+// hybridSystem is -instances Limiters with clients of their own, asked round-robin.
 type hybridSystem struct {
 	lims    []*hybrid.Limiter
 	clients []redis.UniversalClient
@@ -186,8 +184,7 @@ func (r *redisRateSystem) allow(ctx context.Context, _, _ int, key string, limit
 	return true, hybrid.SourceRemote, nil
 }
 
-// limitKey is redis_rate's key for key under l among several limits,
-// "hlbench:1a2b3c4d:z:42:100/m", in one allocation.
+// limitKey is key+":"+l as -limit spells it ("...:100/m"), in one allocation.
 func limitKey(key string, l hybrid.Limit) string {
 	var buf [128]byte
 	return string(appendLimit(append(append(buf[:0], key...), ':'), l))
