@@ -202,10 +202,8 @@ func saturation(r *loadRow) string {
 }
 
 // judge sets what limited a system's step and why: the generator if alone
-// (its step at the same rate, nil if not run) it was limited, else the
-// system if saturated. Else nothing did, but the generator was behind if
-// its lag, or alone its lag or p99, passed generatorBound at p99: the
-// reason says so, as a p99 over latencyTarget may then be the generator's.
+// (its step at the same rate, nil: not run) was limited, else the system if
+// saturated, else nothing; the reason says if the generator was behind.
 func (r *loadRow) judge(alone *loadRow) {
 	r.behind = r.GeneratorLagP99us > us(generatorBound) || alone != nil && alone.behind
 	r.LimitedBy, r.Reason = limitedSystem, saturation(r)

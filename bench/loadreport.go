@@ -103,11 +103,9 @@ func rowsOf(rows []loadRow, workload, system string) []loadRow {
 	return own
 }
 
-// describeHighest says, from one system's rows in offered order, the
-// highest load up to which every step kept up with p99 below latencyTarget
-// and the step that ended them: "20000/s (at 30000/s p99 1.20ms)", "≥"
-// where a lower bound (the steps ran out, or the generator limited or was
-// behind at the end), or why there is no figure.
+// describeHighest says, from one system's rows in offered order, up to which
+// load every step kept p99 below latencyTarget and what ended them: "20000/s
+// (at 30000/s p99 1.20ms)", "≥ ..." for a lower bound, or why there is none.
 func describeHighest(rows []loadRow) string {
 	i := slices.IndexFunc(rows, func(r loadRow) bool { return r.LimitedBy != limitedNone || r.P99us >= us(latencyTarget) })
 	if i < 0 {

@@ -291,15 +291,11 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 			enforced[i].Algorithm = hybrid.TokenBucket // GCRA admits what a token bucket does
 		}
 	}
-	res.Ideal = ideal(enforced, counts, start, elapsed)
-	if res.Ideal > 0 {
-		res.AdmittedPctOfIdeal = 100 * float64(res.Admitted) / res.Ideal
+	if res.Ideal = ideal(enforced, counts, start, elapsed); res.Ideal > 0 {
+		res.AdmittedPctOfIdeal, res.LeaseBoundPct = 100*float64(res.Admitted)/res.Ideal, 100*float64(unitsMax)/res.Ideal
 	}
 	if samples > 0 {
 		res.LeaseUnitsMax, res.LeaseUnitsMean = unitsMax, float64(unitsSum)/float64(samples)
-		if res.Ideal > 0 {
-			res.LeaseBoundPct = 100 * float64(unitsMax) / res.Ideal
-		}
 	}
 	return res, nil
 }
@@ -343,11 +339,10 @@ func limitsCapacity(limits []hybrid.Limit, start time.Time, elapsed time.Duratio
 	return c
 }
 
-// keyCapacity is the most an exact limiter admits one key in
-// [start, start+elapsed], start being its first admission: capacity +
-// rate × periods for the buckets; rate × the Unix-time windows touched for
-// FixedWindow; rate × (⌊periods⌋ + 1) for SlidingWindowLog; saturated for
-// SlidingWindowCounter, whose estimate weighs the window before.
+// keyCapacity is the most an exact limiter admits one key in [start,
+// start+elapsed] from its first admission: capacity + rate × periods for the
+// buckets; rate × the Unix-time windows touched for FixedWindow; rate ×
+// (⌊periods⌋ + 1) for SlidingWindowLog; saturated for SlidingWindowCounter.
 func keyCapacity(l hybrid.Limit, start time.Time, elapsed time.Duration) float64 {
 	r := float64(l.Rate)
 	periods := elapsed.Seconds() / l.Period.Seconds()
