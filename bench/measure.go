@@ -213,10 +213,9 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	start := time.Now()
 	var wg sync.WaitGroup
 	for g := range tallies {
-		t := &tallies[g]
-		t.latency = newHist()
 		wg.Go(func() {
-			p := w.picker(uint64(g) + 1)
+			t, p := &tallies[g], w.picker(uint64(g)+1)
+			t.latency = newHist()
 			// A context of its own: a shared Done channel is contended.
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
