@@ -58,8 +58,7 @@ type env struct {
 	cpuWarned bool // that the nodes' CPU cannot be read was said
 }
 
-// newSetup describes w run against system with Lease.MaxFraction fraction;
-// redis_rate is one GCRA instance without leases, the generator no limiter.
+// newSetup describes a run; redis_rate is one GCRA instance, the generator none.
 func newSetup(e *env, w workload, system string, fraction float64) setup {
 	st := setup{
 		Workload: w.name, System: system, Nodes: e.cl.kind,
@@ -309,9 +308,8 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
-// ideal is the most an exact limiter admits in [start, start+elapsed]: the
-// sum over keys of min(requests, limitsCapacity from the key's first
-// admission), a key asking no more than the least Capacity getting it all.
+// ideal is the most an exact limiter admits in [start, start+elapsed]: the sum
+// over keys of min(requests, limitsCapacity from the key's first admission).
 func ideal(limits []hybrid.Limit, counts *keyCounts, start time.Time, elapsed time.Duration) float64 {
 	least := limits[0].Capacity()
 	for _, l := range limits[1:] {

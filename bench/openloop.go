@@ -45,8 +45,7 @@ type stepConfig struct {
 	sleep   func(time.Duration) // the dispatcher's wait; nil: dispatchSleep on dispatchThread
 }
 
-// stepStats is what one step measured. latency runs from each released
-// arrival's due time to its call's return, or to its abandonment.
+// stepStats is a step's figures; latency runs from due to return or abandonment.
 type stepStats struct {
 	tally
 	scheduled int64                   // arrivals released to the workers
@@ -68,9 +67,8 @@ func (st *stepStats) achieved() float64 {
 // record into: with one lock the workers queued on it.
 const latencyShards = 16
 
-// offer runs one open-loop step of w against sys. It returns when every
-// released arrival was called or abandoned (on ctx's cancellation, at
-// once), and no goroutine it starts outlives it.
+// offer runs one open-loop step of w against sys; on ctx's cancellation it
+// abandons what is queued. No goroutine it starts outlives it.
 func offer(ctx context.Context, sys system, w workload, c stepConfig) *stepStats {
 	st := &stepStats{tally: tally{latency: newHist()}, lag: newHist()}
 	queue := make(chan time.Duration, c.queue)
