@@ -15,10 +15,8 @@ import (
 // loadChart is the file -sweep load writes in -out.
 const loadChart = "latency-throughput.svg"
 
-// loadReport writes the rows of -sweep load: one JSON object per row as
-// each arrives, or, by flush, a table sorted by workload, system and
-// offered load followed by the highest load each system sustains with p99
-// below latencyTarget. It keeps the rows for the chart.
+// loadReport writes -sweep load's rows as JSON as they come, or by flush as
+// a table and the highest-load lines; it keeps them for the chart.
 type loadReport struct {
 	enc  *json.Encoder // nil: a table
 	w    io.Writer
@@ -27,11 +25,10 @@ type loadReport struct {
 }
 
 func newLoadReport(w io.Writer, asJSON bool) *loadReport {
-	r := &loadReport{w: w}
 	if asJSON {
-		r.enc = json.NewEncoder(w)
+		return &loadReport{w: w, enc: json.NewEncoder(w)}
 	}
-	return r
+	return &loadReport{w: w}
 }
 
 func (r *loadReport) add(row loadRow) error {
@@ -42,12 +39,10 @@ func (r *loadReport) add(row loadRow) error {
 	return nil
 }
 
-// loadSystems are the systems of the rows of -sweep load, in the order
-// they are reported.
+// loadSystems are the systems of -sweep load's rows, in report order.
 var loadSystems = append(slices.Clone(systemNames), sysGenerator)
 
-// flush writes the table and the highest-load lines, once; it does
-// nothing for JSON.
+// flush writes the table and the highest-load lines once; nothing for JSON.
 func (r *loadReport) flush() error {
 	if r.enc != nil || r.done || len(r.rows) == 0 {
 		return nil
@@ -108,13 +103,9 @@ func rowsOf(rows []loadRow, workload, system string) []loadRow {
 	return own
 }
 
-// describeHighest says, from one system's rows in offered order, up to
-// which offered load every step kept up with p99 below latencyTarget:
-// "20000/s (at 30000/s p99 1.20ms)", with the step that ended the run of
-// them; "≥ 300000/s (...)" where that is a lower bound: the steps ran
-// out, or the step that ended them was limited by the generator, or failed
-// the target, not limited, while the generator was behind; or why there
-// is no figure.
+// describeHighest says, from one system's rows in offered order, up to which
+// load every step kept p99 below latencyTarget and what ended them: "20000/s
+// (at 30000/s p99 1.20ms)", "≥ ..." for a lower bound, or why there is none.
 func describeHighest(rows []loadRow) string {
 	i := slices.IndexFunc(rows, func(r loadRow) bool { return r.LimitedBy != limitedNone || r.P99us >= us(latencyTarget) })
 	if i < 0 {
@@ -125,14 +116,12 @@ func describeHighest(rows []loadRow) string {
 		best = rows[i-1].OfferedPerSec
 	}
 	stop := rows[i]
-	at := fmt.Sprintf("at %.0f/s", stop.OfferedPerSec)
+	at := fmt.Sprintf("at %.0f/s p99 %s", stop.OfferedPerSec, latency(stop.P99us))
 	switch {
 	case stop.LimitedBy != limitedNone:
-		at += " " + stop.LimitedBy + ": " + stop.Reason
+		at = fmt.Sprintf("at %.0f/s %s: %s", stop.OfferedPerSec, stop.LimitedBy, stop.Reason)
 	case stop.behind:
-		at += fmt.Sprintf(" p99 %s, %s", latency(stop.P99us), stop.Reason)
-	default:
-		at += fmt.Sprintf(" p99 %s", latency(stop.P99us))
+		at += ", " + stop.Reason
 	}
 	lower := stop.LimitedBy == limitedGenerator || stop.LimitedBy == limitedNone && stop.behind
 	switch {
@@ -146,9 +135,7 @@ func describeHighest(rows []loadRow) string {
 	return fmt.Sprintf("%.0f/s (%s)", best, at)
 }
 
-// loadPlots draws, per workload, p99 against offered load on log scales:
-// a line per system, the generator alone dashed where it ran, and the
-// target dashed across.
+// loadPlots draws p99 against offered load per workload, on log scales.
 func loadPlots(workloads []string, rows []loadRow) []*plot.Plot {
 	var plots []*plot.Plot
 	for _, wl := range workloads {
@@ -169,8 +156,7 @@ func loadPlots(workloads []string, rows []loadRow) []*plot.Plot {
 			if sys == sysGenerator {
 				name = "the generator alone, p99"
 			}
-			// The errors of addLine are for empty series, which these are not.
-			_ = addLine(p, name, i, sys == sysGenerator, xys)
+			_ = addLine(p, name, i, sys == sysGenerator, xys) // errors only on empty series
 			lines++
 		}
 		if lines == 0 {
@@ -188,8 +174,7 @@ func loadPlots(workloads []string, rows []loadRow) []*plot.Plot {
 	return plots
 }
 
-// offeredTicks marks the steps of -sweep load on an offered-load axis,
-// labelled 5k, 10k, 20k, ...
+// offeredTicks marks loadSteps on an axis, labelled 5k, 10k, ...
 type offeredTicks struct{}
 
 func (offeredTicks) Ticks(lo, hi float64) []plot.Tick {

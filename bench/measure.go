@@ -19,26 +19,15 @@ import (
 	"github.com/hybridlimit/hybridlimit/limit"
 )
 
-// maxDecisions bounds the decisions of one run: it ends at -duration or
-// when every goroutine has made its share of maxDecisions, if sooner.
-const maxDecisions = 1 << 30
-
-// sampleEvery is how often a run samples the lease units outstanding and
-// moves the progress bar.
-const sampleEvery = 20 * time.Millisecond
-
-// Latencies are counted in HDR histograms (newHist) of nanoseconds, from
-// 1ns to histMax (longer ones are counted as histMax), to histSigFigs
-// significant decimal digits: a percentile read from one is within 1% of
-// the exact one, in about 30 KB whatever the number of calls. A
-// histogram is not safe for concurrent use: each goroutine records into
-// its own, or one under a lock, and they are merged to be read.
 const (
+	maxDecisions = 1 << 30               // a run's decisions at most, shared among its goroutines
+	sampleEvery  = 20 * time.Millisecond // how often a run samples lease units and moves the progress bar
+	// Latencies are HDR histograms of ns, 1ns to histMax (longer ones count
+	// as histMax), within 1%. A histogram is not safe for concurrent use.
 	histMax     = time.Minute
 	histSigFigs = 2
 )
 
-// newHist returns an empty latency histogram.
 func newHist() *hdrhistogram.Histogram {
 	return hdrhistogram.New(1, int64(histMax), histSigFigs)
 }
@@ -48,8 +37,7 @@ func record(h *hdrhistogram.Histogram, d time.Duration) {
 	_ = h.RecordValue(int64(min(max(d, 0), histMax))) // in range: no error
 }
 
-// quantileUs returns the q-th percentile of h (0 < q <= 100: 99 for p99)
-// in microseconds, or 0 when h is empty.
+// quantileUs returns h's q-th percentile (99 for p99) in µs; 0 when empty.
 func quantileUs(h *hdrhistogram.Histogram, q float64) float64 {
 	if h.TotalCount() == 0 {
 		return 0
@@ -57,8 +45,6 @@ func quantileUs(h *hdrhistogram.Histogram, q float64) float64 {
 	return float64(h.ValueAtQuantile(q)) / 1e3
 }
 
-// numSources is the number of hybrid Sources, SourceRemote to
-// SourceFailClosed.
 const numSources = int(hybrid.SourceFailClosed) + 1
 
 // env is what every run of one invocation shares.
@@ -72,10 +58,7 @@ type env struct {
 	cpuWarned bool // that the nodes' CPU cannot be read was said
 }
 
-// newSetup describes w run against system with Lease.MaxFraction fraction
-// under e's settings. redis_rate runs as one instance of GCRA without
-// leases whatever they say; the generator alone (sysGenerator) runs no
-// limiter at all.
+// newSetup describes a run; redis_rate is one GCRA instance, the generator none.
 func newSetup(e *env, w workload, system string, fraction float64) setup {
 	st := setup{
 		Workload: w.name, System: system, Nodes: e.cl.kind,
@@ -91,8 +74,7 @@ func newSetup(e *env, w workload, system string, fraction float64) setup {
 	return st
 }
 
-// tally is what one goroutine of a run, closed loop or open, counted, or
-// (add) the whole run. It is not safe for concurrent use.
+// tally is one goroutine's counts, or (add) a run's; not safe for concurrent use.
 type tally struct {
 	decisions, admitted, errors int64 // decisions: calls made and returned, failed ones included
 	abandoned                   int64 // open loop: arrivals not started by the drain deadline
@@ -107,10 +89,7 @@ type tally struct {
 func (t *tally) count(ok bool, src hybrid.Source, err error) {
 	t.decisions++
 	if err != nil {
-		if t.errors == 0 {
-			t.firstErr = err
-		}
-		t.errors++
+		t.errors, t.firstErr = t.errors+1, cmp.Or(t.firstErr, err)
 		return
 	}
 	if ok {
@@ -145,40 +124,34 @@ func (t *tally) sourceNames() map[string]int64 {
 	return m
 }
 
-// warnErrors says on stderr, unless ctx was cancelled, that some of t's
-// decisions in what failed, and the first error.
+// warnErrors reports t's failed decisions on stderr unless ctx was cancelled.
 func (e *env) warnErrors(ctx context.Context, what string, t *tally) {
 	if t.errors > 0 && ctx.Err() == nil {
 		fmt.Fprintf(e.stderr, "bench: %s: %d of %d decisions failed, first: %v\n", what, t.errors, t.decisions, t.firstErr)
 	}
 }
 
-// meters are what a run is charged with: the system's round trips to
-// Redis and the CPU of the bench process and of the nodes (redisOK: it
-// could be read).
+// meters are the round trips to Redis and the CPU of bench and the nodes.
 type meters struct {
 	calls         int64
 	client, redis time.Duration
-	redisOK       bool
+	redisOK       bool // redis could be read
 }
 
-// startMeters reads the meters as a run starts, the bench process's CPU
-// last: reading the nodes' costs it some.
+// startMeters reads the bench process's CPU last: reading the nodes' costs some.
 func (e *env) startMeters(ctx context.Context, sys system) meters {
 	redis, ok := e.redisCPU(ctx)
 	return meters{calls: sys.calls(), client: processCPU(), redis: redis, redisOK: ok}
 }
 
-// since returns what the run was charged with since m0, reading the bench
-// process's CPU first.
+// since returns the meters since m0, reading the bench process's CPU first.
 func (m0 meters) since(ctx context.Context, e *env, sys system) meters {
 	client := processCPU() - m0.client
 	redis, ok := e.redisCPU(ctx)
 	return meters{calls: sys.calls() - m0.calls, client: client, redis: redis - m0.redis, redisOK: ok && m0.redisOK}
 }
 
-// perDecision returns m per decision of n > 0: round trips to Redis, and
-// CPU µs of the bench process and of the nodes (nil where not read).
+// perDecision returns m per decision of n > 0, CPU in µs (redisUs nil: unread).
 func (m meters) perDecision(n int64) (calls, clientUs float64, redisUs *float64) {
 	d := float64(n)
 	if m.redisOK {
@@ -188,31 +161,17 @@ func (m meters) perDecision(n int64) (calls, clientUs float64, redisUs *float64)
 	return float64(m.calls) / d, float64(m.client.Microseconds()) / d, redisUs
 }
 
-// keyCounts is the requests per key index of a run, summed over its
-// goroutines atomically (uint32: a run makes at most maxDecisions < 2^32):
-// one cache miss on a random key, where a map per goroutine flushed into
-// it now and then cost every decision about 0.5µs of client CPU.
-//
-// first holds, per key, when its first admission was answered (ns since
-// the run's start, plus one; 0: none), from which ideal counts: a
-// SlidingWindowLog gives each unit back a period after Redis decided it.
-// Redis decided it up to a round trip before the answer came: a run that
-// ends within that round trip after a period's end may admit one rate
-// more than ideal says.
+// keyCounts is a run's requests per key, added atomically (uint32: maxDecisions
+// < 2^32), and when each key's first admission was answered (ns since the start,
+// plus one; 0: none), a round trip after Redis decided it.
 type keyCounts struct {
 	n     []uint32
 	first []atomic.Int64
 }
 
-func newKeyCounts(keys int) *keyCounts {
-	return &keyCounts{n: make([]uint32, keys), first: make([]atomic.Int64, keys)}
-}
-
-// count counts a request for the key of index k.
 func (c *keyCounts) count(k int) { atomic.AddUint32(&c.n[k], 1) }
 
-// seen notes an admission of the key of index k answered at since the
-// run's start, if it is the earliest noted.
+// seen notes an admission of key k answered at, if the earliest.
 func (c *keyCounts) seen(k int, at time.Duration) {
 	v := int64(at) + 1
 	for {
@@ -223,8 +182,7 @@ func (c *keyCounts) seen(k int, at time.Duration) {
 	}
 }
 
-// from is when the first admission of the key of index k was answered,
-// since the run's start (0 when none was noted).
+// from is when key k's first admission was answered (0: none noted).
 func (c *keyCounts) from(k int) time.Duration {
 	if c.first == nil {
 		return 0
@@ -232,16 +190,10 @@ func (c *keyCounts) from(k int) time.Duration {
 	return time.Duration(max(c.first[k].Load()-1, 0))
 }
 
-// measure runs w against one system (sysHybrid with Lease.MaxFraction
-// fraction, or sysRedisRate) for -duration with -concurrency goroutines,
-// closed loop, on freshly flushed nodes, and closes the system before
-// returning.
+// measure runs w closed loop against sysName on flushed nodes, then closes it.
 func measure(ctx context.Context, e *env, w workload, sysName string, fraction float64) (res result, err error) {
 	if err := e.cl.flush(ctx); err != nil {
 		return res, err
-	}
-	if sysName == sysRedisRate {
-		fraction = 0
 	}
 	sys, err := e.newSystem(sysName, fraction)
 	if err != nil {
@@ -251,7 +203,7 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 
 	perG := max(1, maxDecisions/e.s.concurrency)
 	tallies := make([]tally, e.s.concurrency)
-	counts := newKeyCounts(w.keys.len())
+	counts := &keyCounts{n: make([]uint32, w.keys.len()), first: make([]atomic.Int64, w.keys.len())}
 	oneKey := w.keys.len() == 1 // count without an atomic on the hot path
 	m := e.startMeters(ctx, sys)
 	runCtx, cancel := context.WithTimeout(ctx, e.s.duration)
@@ -260,13 +212,10 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	start := time.Now()
 	var wg sync.WaitGroup
 	for g := range tallies {
-		t := &tallies[g]
-		t.latency = newHist()
 		wg.Go(func() {
-			p := w.picker(uint64(g) + 1)
-			// A context of its own, as each request of a server has: the
-			// systems select on its Done channel, which all the goroutines
-			// would otherwise share, and queue on its lock.
+			t, p := &tallies[g], w.picker(uint64(g)+1)
+			t.latency = newHist()
+			// A context of its own: a shared Done channel is contended.
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			for i := 0; i < perG; i++ {
@@ -274,13 +223,12 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 					return
 				}
 				k := p.next()
-				timed := i%8 == 0 // the latency of every 8th call
 				var t0 time.Time
-				if timed {
+				if i%8 == 0 { // the latency of every 8th call
 					t0 = time.Now()
 				}
 				ok, src, err := sys.allow(ctx, g, i, w.keys.key(k), w.limits)
-				if timed {
+				if !t0.IsZero() {
 					record(t.latency, time.Since(t0))
 				}
 				t.count(ok, src, err)
@@ -301,12 +249,11 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	h, leases := sys.(*hybridSystem)
 	leases = leases && fraction > 0
 	var unitsMax, unitsSum, samples int64
-	tick := time.NewTicker(sampleEvery)
 	last := start
-	for !isClosed(done) {
+	for tick := time.Tick(sampleEvery); !isClosed(done); {
 		select {
 		case <-done:
-		case now := <-tick.C:
+		case now := <-tick:
 			if leases {
 				u := h.leaseUnits()
 				unitsMax, unitsSum, samples = max(unitsMax, u), unitsSum+u, samples+1
@@ -315,7 +262,6 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 			last = now
 		}
 	}
-	tick.Stop()
 	elapsed := time.Since(start)
 	cost := m.since(ctx, e, sys)
 	e.prog.add(max(0, min(e.s.duration, elapsed)-last.Sub(start)))
@@ -343,15 +289,11 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 			enforced[i].Algorithm = hybrid.TokenBucket // GCRA admits what a token bucket does
 		}
 	}
-	res.Ideal = ideal(enforced, counts, start, elapsed)
-	if res.Ideal > 0 {
-		res.AdmittedPctOfIdeal = 100 * float64(res.Admitted) / res.Ideal
+	if res.Ideal = ideal(enforced, counts, start, elapsed); res.Ideal > 0 {
+		res.AdmittedPctOfIdeal, res.LeaseBoundPct = 100*float64(res.Admitted)/res.Ideal, 100*float64(unitsMax)/res.Ideal
 	}
 	if samples > 0 {
 		res.LeaseUnitsMax, res.LeaseUnitsMean = unitsMax, float64(unitsSum)/float64(samples)
-		if res.Ideal > 0 {
-			res.LeaseBoundPct = 100 * float64(unitsMax) / res.Ideal
-		}
 	}
 	return res, nil
 }
@@ -366,11 +308,8 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
-// ideal is what one exact limiter would at most have admitted in
-// [start, start+elapsed]: the sum over keys of min(requests for the key,
-// limitsCapacity from the key's first admission to the end), every key
-// starting with no use. A key asked for no more than the least capacity of
-// limits (what each admits at once) is admitted all it asked for.
+// ideal is the most an exact limiter admits in [start, start+elapsed]: the sum
+// over keys of min(requests, limitsCapacity from the key's first admission).
 func ideal(limits []hybrid.Limit, counts *keyCounts, start time.Time, elapsed time.Duration) float64 {
 	least := limits[0].Capacity()
 	for _, l := range limits[1:] {
@@ -388,10 +327,7 @@ func ideal(limits []hybrid.Limit, counts *keyCounts, start time.Time, elapsed ti
 	return sum
 }
 
-// limitsCapacity is the most an exact limiter admits for one key in
-// [start, start+elapsed] under all of limits at once: the least of their
-// keyCapacity, each a bound (a request charged against several limits
-// passes only where every one admits it).
+// limitsCapacity is the least keyCapacity: a request passes where all admit it.
 func limitsCapacity(limits []hybrid.Limit, start time.Time, elapsed time.Duration) float64 {
 	c := math.Inf(1)
 	for _, l := range limits {
@@ -400,19 +336,10 @@ func limitsCapacity(limits []hybrid.Limit, start time.Time, elapsed time.Duratio
 	return c
 }
 
-// keyCapacity is the most an exact limiter admits for one key in
-// [start, start+elapsed], start being its first admission:
-//   - TokenBucket, LeakyBucket: capacity + rate × elapsed;
-//   - FixedWindow: rate × the windows [k·Period, (k+1)·Period) of Unix
-//     time the interval touches;
-//   - SlidingWindowLog: rate × (⌊elapsed/Period⌋ + 1): rate at the first
-//     admission, and each unit again a period after it was taken (what
-//     package limit admits to a key asked for all it has at every step:
-//     TestSlidingWindowLogCapacity);
-//   - SlidingWindowCounter: what package limit admits to a key asked for
-//     all it has at every step of the run (saturated): the estimate weighs
-//     the window before, so the figure depends on where the run starts in
-//     its window, between rate × (1 + elapsed/Period) and rate less.
+// keyCapacity is the most an exact limiter admits one key in [start,
+// start+elapsed] from its first admission: capacity + rate × periods for the
+// buckets; rate × the Unix-time windows touched for FixedWindow; rate ×
+// (⌊periods⌋ + 1) for SlidingWindowLog; saturated for SlidingWindowCounter.
 func keyCapacity(l hybrid.Limit, start time.Time, elapsed time.Duration) float64 {
 	r := float64(l.Rate)
 	periods := elapsed.Seconds() / l.Period.Seconds()
@@ -429,9 +356,7 @@ func keyCapacity(l hybrid.Limit, start time.Time, elapsed time.Duration) float64
 	}
 }
 
-// saturated is what package limit admits over [start, start+elapsed] to
-// one key that asks, at every step (at most 200,000 of them), for every
-// unit the limit has.
+// saturated is what package limit admits a key asking all it has at ≤200,000 steps.
 func saturated(l hybrid.Limit, start time.Time, elapsed time.Duration) float64 {
 	step := max(l.Period/time.Duration(8*l.Rate), elapsed/200_000, time.Microsecond)
 	var s limit.State

@@ -13,31 +13,17 @@ import (
 	"github.com/hybridlimit/hybridlimit/hybrid"
 )
 
-// The open-loop generator of -sweep load. A dispatcher releases the
-// arrivals of a Poisson process, each due at a time drawn before the run
-// and independent of any completion, into a queue that a pool of workers
-// takes them from; a call's latency runs from when its arrival was due to
-// when the call returned. A call that waits in the queue because every
-// worker is busy counts its wait: no coordinated omission. The
-// dispatcher's own lateness (how long after its due time it released an
-// arrival) is recorded apart, so that a generator that falls behind its
-// schedule is seen as such.
-
-// maxDispatchSleep bounds one sleep of the dispatcher, so that it sees a
-// cancellation within that time however sparse the arrivals.
+// maxDispatchSleep bounds a dispatcher's sleep, so that it sees cancellation.
 const maxDispatchSleep = 10 * time.Millisecond
 
-// arrivals draws the due times of a Poisson process: gaps exponentially
-// distributed with mean 1/rate, from a seeded source. It is not safe for
-// concurrent use.
+// arrivals draws seeded Poisson due times; not safe for concurrent use.
 type arrivals struct {
 	rng  *rand.Rand
-	mean float64 // nanoseconds between arrivals, on average
-	at   float64 // the last due time, in nanoseconds since the start
+	mean float64 // mean ns between arrivals
+	at   float64 // the last due time, ns since the start
 }
 
-// newArrivals returns the arrivals of rate per second, the first one gap
-// after the start.
+// newArrivals returns arrivals at rate per second, the first one gap in.
 func newArrivals(rate float64, seed uint64) *arrivals {
 	return &arrivals{rng: rand.New(rand.NewPCG(seed, 0xda942042e4dd58b5)), mean: 1e9 / rate}
 }
@@ -50,20 +36,16 @@ func (a *arrivals) next() time.Duration {
 
 // stepConfig is one open-loop step.
 type stepConfig struct {
-	rate    float64       // arrivals per second
-	window  time.Duration // arrivals are due in [0, window)
-	workers int           // goroutines making the calls
-	drain   time.Duration // after the window, how long queued arrivals may still start
-	queue   int           // arrivals waiting for a worker at most; one more ends the step
-	seed    uint64        // of the arrival process
-	// sleep is how the dispatcher waits for the next due time; nil:
-	// dispatchSleep, on a thread of its own (dispatchThread).
-	sleep func(time.Duration)
+	rate    float64             // arrivals per second
+	window  time.Duration       // arrivals are due in [0, window)
+	workers int                 // goroutines making the calls
+	drain   time.Duration       // after the window, how long queued arrivals may still start
+	queue   int                 // arrivals waiting for a worker at most; one more ends the step
+	seed    uint64              // of the arrival process
+	sleep   func(time.Duration) // the dispatcher's wait; nil: dispatchSleep on dispatchThread
 }
 
-// stepStats is what one step measured. Its latency holds every released
-// arrival's time from due to its call's return, or for an abandoned one
-// to when it was abandoned (a lower bound of what it would have taken).
+// stepStats is a step's figures; latency runs from due to return or abandonment.
 type stepStats struct {
 	tally
 	scheduled int64                   // arrivals released to the workers
@@ -73,8 +55,7 @@ type stepStats struct {
 	lag       *hdrhistogram.Histogram // from due to released, per arrival
 }
 
-// achieved is the rate of the calls that returned as a share of the rate
-// of the arrivals: 1 when the system kept up; 0 with no arrivals.
+// achieved is the calls' rate over the arrivals' (1: kept up; 0: none).
 func (st *stepStats) achieved() float64 {
 	if st.scheduled == 0 || st.elapsed <= 0 || st.window <= 0 {
 		return 0
@@ -82,22 +63,16 @@ func (st *stepStats) achieved() float64 {
 	return (float64(st.decisions) / st.elapsed.Seconds()) / (float64(st.scheduled) / st.window.Seconds())
 }
 
-// latencyShards is how many histograms the workers of a step record
-// into, a lock each: with one lock for all, the 2,048 workers of a high
-// step queued on it, and it was the harness's cost that the client CPU
-// per decision showed.
+// latencyShards is how many histograms, a lock each, a step's workers
+// record into: with one lock the workers queued on it.
 const latencyShards = 16
 
-// offer runs one open-loop step of w against sys and returns what it
-// measured. It returns when every released arrival has been called or
-// abandoned; on ctx's cancellation the remaining ones are abandoned at
-// once. No goroutine it starts outlives it.
+// offer runs one open-loop step of w against sys; on ctx's cancellation it
+// abandons what is queued. No goroutine it starts outlives it.
 func offer(ctx context.Context, sys system, w workload, c stepConfig) *stepStats {
 	st := &stepStats{tally: tally{latency: newHist()}, lag: newHist()}
 	queue := make(chan time.Duration, c.queue)
-	// deadline is when, in ns since start, queued arrivals stop being
-	// started: none until the dispatcher has stopped.
-	var deadline atomic.Int64
+	var deadline atomic.Int64 // ns since start after which queued arrivals are abandoned
 	deadline.Store(math.MaxInt64)
 	var shards [latencyShards]struct {
 		mu sync.Mutex
@@ -114,9 +89,7 @@ func offer(ctx context.Context, sys system, w workload, c stepConfig) *stepStats
 	for g := range tallies {
 		wg.Go(func() {
 			t, sh, p := &tallies[g], &shards[g%latencyShards], w.picker(uint64(g)+1)
-			// A context of its own, as each request of a server has: the
-			// systems select on its Done channel, which all the workers
-			// would otherwise share, and queue on its lock.
+			// A context of its own: a shared Done channel is contended.
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			i := 0
@@ -137,14 +110,7 @@ func offer(ctx context.Context, sys system, w workload, c stepConfig) *stepStats
 		})
 	}
 
-	func() {
-		sleep := c.sleep
-		if sleep == nil {
-			defer dispatchThread()()
-			sleep = dispatchSleep
-		}
-		st.window = dispatch(ctx, c, start, queue, st, sleep)
-	}()
+	st.window = dispatch(ctx, c, start, queue, st)
 	deadline.Store(int64(max(st.window, time.Since(start)) + c.drain))
 	if ctx.Err() != nil {
 		deadline.Store(0) // abandon what is queued
@@ -161,11 +127,15 @@ func offer(ctx context.Context, sys system, w workload, c stepConfig) *stepStats
 	return st
 }
 
-// dispatch releases the arrivals due in [0, c.window) into queue, each as
-// soon as it is due, and returns when it stopped, as time since start:
-// c.window, or earlier when the queue was full (st.overflow) or ctx was
-// cancelled. It counts st.scheduled and records st.lag.
-func dispatch(ctx context.Context, c stepConfig, start time.Time, queue chan<- time.Duration, st *stepStats, sleep func(time.Duration)) time.Duration {
+// dispatch releases the arrivals due in [0, c.window) into queue when due,
+// counting st.scheduled and recording st.lag, and returns when it stopped:
+// c.window, or earlier on a full queue (st.overflow) or cancellation.
+func dispatch(ctx context.Context, c stepConfig, start time.Time, queue chan<- time.Duration, st *stepStats) time.Duration {
+	sleep := c.sleep
+	if sleep == nil {
+		defer dispatchThread()()
+		sleep = dispatchSleep
+	}
 	a, cancelled := newArrivals(c.rate, c.seed), ctx.Done()
 	for next := a.next(); next < c.window; {
 		if isClosed(cancelled) {
@@ -190,8 +160,7 @@ func dispatch(ctx context.Context, c stepConfig, start time.Time, queue chan<- t
 	return c.window
 }
 
-// noSystem answers every call at once and asks no one: against it the
-// generator measures itself.
+// noSystem answers at once: against it the generator measures itself.
 type noSystem struct{}
 
 var _ system = noSystem{}

@@ -12,16 +12,13 @@ import (
 	"gonum.org/v1/plot/plotter"
 )
 
-// sweepFractions are the Lease.MaxFraction values -sweep lease runs, 0
-// (leases off) first.
+// sweepFractions are -sweep lease's Lease.MaxFraction values, 0 (off) first.
 var sweepFractions = []float64{0, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.05}
 
 // sweepChart is the file -sweep lease writes in -out.
 const sweepChart = "lease-sweep.svg"
 
-// runSweep runs each selected workload against redis_rate once, as the
-// baseline, and against hybridlimit once per sweepFractions value; it
-// prints the table and writes the chart.
+// runSweep runs -sweep lease: the table and the chart.
 func runSweep(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	s := e.s
 	e.prog = newProgress(e.stderr, s.quiet, time.Duration(len(s.workloads)*(1+len(sweepFractions)))*s.duration)
@@ -54,10 +51,7 @@ func runSweep(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	return e.writeChart(filepath.Join(s.out, sweepChart), stdout, s.json, sweepPlots(s.workloads, all)...)
 }
 
-// sweepPlots draws decisions/s and admitted/ideal against the lease size:
-// per workload a line for hybridlimit, a dashed one for redis_rate (the
-// same at every size), and in the accuracy panel a dashed line for the
-// over-admission bound, 100% + the most units outstanding in leases.
+// sweepPlots draws decisions/s and admitted/ideal against lease size.
 func sweepPlots(workloads []string, all []result) []*plot.Plot {
 	const xLabel = "Lease.MaxFraction (largest lease, % of the limit)"
 	rate := newPlot("decisions/s against lease size (log scale)", xLabel, "decisions/s")
@@ -84,8 +78,7 @@ func sweepPlots(workloads []string, all []result) []*plot.Plot {
 		if len(hyb) == 0 {
 			continue
 		}
-		// The errors of addLine are for empty series, which these are not.
-		_ = addLine(rate, name+" hybridlimit", 2*wi, false, hyb)
+		_ = addLine(rate, name+" hybridlimit", 2*wi, false, hyb) // errors only on empty series
 		if base != nil {
 			_ = addLine(rate, name+" redis_rate", 2*wi+1, true, base)
 		}

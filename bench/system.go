@@ -24,18 +24,14 @@ var systemNames = []string{sysHybrid, sysRedisRate}
 
 // system is one rate-limiting implementation under test.
 type system interface {
-	// allow decides one request for key against all of limits (one or
-	// more), made by goroutine g as its i-th, and says what decided it.
+	// allow decides goroutine g's i-th request for key against all of limits.
 	allow(ctx context.Context, g, i int, key string, limits []hybrid.Limit) (bool, hybrid.Source, error)
 	// calls returns the round trips to Redis so far.
 	calls() int64
 	close() error
 }
 
-// newSystem builds the named system over the run's nodes as every mode
-// but -fault measures it: hybridlimit as -instances Limiters with
-// Lease.MaxFraction fraction (0: leases off), redis_rate with a pool of
-// -concurrency connections per node.
+// newSystem builds name as every mode but -fault runs it; fraction 0: leases off.
 func (e *env) newSystem(name string, fraction float64) (system, error) {
 	if name == sysRedisRate {
 		return newRedisRate(e.cl, e.s.concurrency), nil
@@ -47,9 +43,7 @@ func (e *env) newSystem(name string, fraction float64) (system, error) {
 	return h, nil
 }
 
-// hybridSystem is -instances Limiters over the same nodes, each with
-// clients of its own, as that many service instances would have;
-// requests go to them round-robin, as a load balancer would spread them.
+// hybridSystem is -instances Limiters with clients of their own, asked round-robin.
 type hybridSystem struct {
 	lims    []*hybrid.Limiter
 	clients []redis.UniversalClient
@@ -57,20 +51,14 @@ type hybridSystem struct {
 
 var _ system = (*hybridSystem)(nil)
 
-// newHybrid builds the instances. fraction is Lease.MaxFraction; 0 turns
-// leases off. via, when not nil, gives for each node the address its
-// clients dial instead of the node's own ("" for the node's own): -fault
-// slow and flap put a toxiproxy in front of one node. The node keeps its name,
-// so the ring places keys as it would without the proxy.
+// newHybrid builds the instances; fraction is Lease.MaxFraction (0: leases
+// off). via[i], if not "", is the address node i's clients dial instead (a
+// toxiproxy); the node keeps its name, so the ring places keys the same.
 func newHybrid(cl *cluster, instances int, fraction float64, log *slog.Logger, via []string) (*hybridSystem, error) {
 	h := &hybridSystem{}
 	for range instances {
 		cfg := hybrid.Config{Prefix: hybridPrefix, Logger: log}
-		if fraction == 0 {
-			cfg.Lease.Disable = true
-		} else {
-			cfg.Lease.MaxFraction = fraction
-		}
+		cfg.Lease.Disable, cfg.Lease.MaxFraction = fraction == 0, fraction
 		add := func(name string, c redis.UniversalClient) {
 			h.clients = append(h.clients, c)
 			cfg.Nodes = append(cfg.Nodes, hybrid.Node{Name: name, Client: c})
@@ -84,8 +72,6 @@ func newHybrid(cl *cluster, instances int, fraction float64, log *slog.Logger, v
 					p.Addr = via[i]
 					o = &p
 				}
-				// The client a Limiter builds from Config.Addrs, with the
-				// node's credentials, TLS and database kept.
 				add(cl.names[i], remote.NewClient(o))
 			}
 		}
@@ -98,8 +84,7 @@ func newHybrid(cl *cluster, instances int, fraction float64, log *slog.Logger, v
 	return h, nil
 }
 
-// allow decides the request with one AllowN against all the limits at
-// once, all or nothing.
+// allow decides the request with one AllowN, all its limits at once.
 func (h *hybridSystem) allow(ctx context.Context, g, i int, key string, limits []hybrid.Limit) (bool, hybrid.Source, error) {
 	r, err := h.lims[(g+i)%len(h.lims)].AllowN(ctx, key, 1, limits...)
 	return r.Allowed, r.Source, err
@@ -114,8 +99,7 @@ func (h *hybridSystem) calls() (n int64) {
 	return n
 }
 
-// leaseUnits returns the units outstanding in leases now, summed over
-// instances: the most the limits may be overrun by at this moment.
+// leaseUnits returns the units outstanding in leases now, over instances.
 func (h *hybridSystem) leaseUnits() (n int64) {
 	for _, lim := range h.lims {
 		n += lim.Stats().LeaseUnits
@@ -123,8 +107,7 @@ func (h *hybridSystem) leaseUnits() (n int64) {
 	return n
 }
 
-// nodeStats returns the named node's counters in each instance, in the
-// order of the instances (a zero NodeStats where an instance lacks it).
+// nodeStats returns the named node's counters per instance (zero if absent).
 func (h *hybridSystem) nodeStats(name string) []hybrid.NodeStats {
 	out := make([]hybrid.NodeStats, len(h.lims))
 	for i, lim := range h.lims {
@@ -157,13 +140,8 @@ func closeClients(cs *[]redis.UniversalClient) error {
 	return errors.Join(errs...)
 }
 
-// redisRateSystem is go-redis/redis_rate, the per-request Redis design:
-// one redis_rate.Limiter per node client, every decision one script call
-// per limit. Keys are routed to nodes by maphash of the key modulo the
-// node count, not by hybrid's consistent-hash ring: which key lands on
-// which node differs, but with the same key mix the load per node is the
-// same. redis_rate has one algorithm, GCRA, a token bucket: it runs with
-// the limit's rate, period and capacity whatever -algorithm says.
+// redisRateSystem is go-redis/redis_rate: one redis_rate.Limiter per node
+// client, keys placed by maphash modulo the node count (doc.go).
 type redisRateSystem struct {
 	seed    maphash.Seed
 	clients []redis.UniversalClient
@@ -188,16 +166,8 @@ func newRedisRate(cl *cluster, pool int) *redisRateSystem {
 	return r
 }
 
-// rateLimit is l as redis_rate takes it.
-func rateLimit(l hybrid.Limit) redis_rate.Limit {
-	return redis_rate.Limit{Rate: int(l.Rate), Burst: int(l.Capacity()), Period: l.Period}
-}
-
-// allow asks redis_rate as its user would, since it has no call that
-// takes several limits: one Allow per limit, in order, each on a key of
-// its own (limitKey; the key alone when there is one limit), on the node
-// of the key, until one denies. The limits before the one that denied
-// stay charged: redis_rate cannot give back what an Allow took.
+// allow makes one Allow per limit, in order, each on its own key (limitKey;
+// the key alone for one limit), until one denies; those before stay charged.
 func (r *redisRateSystem) allow(ctx context.Context, _, _ int, key string, limits []hybrid.Limit) (bool, hybrid.Source, error) {
 	lim := r.lims[maphash.String(r.seed, key)%uint64(len(r.lims))]
 	for _, l := range limits {
@@ -206,31 +176,21 @@ func (r *redisRateSystem) allow(ctx context.Context, _, _ int, key string, limit
 			k = limitKey(key, l)
 		}
 		r.n.Add(1)
-		res, err := lim.Allow(ctx, k, rateLimit(l))
-		if err != nil {
+		res, err := lim.Allow(ctx, k, redis_rate.Limit{Rate: int(l.Rate), Burst: int(l.Capacity()), Period: l.Period})
+		if err != nil || res.Allowed == 0 {
 			return false, hybrid.SourceRemote, err
-		}
-		if res.Allowed == 0 {
-			return false, hybrid.SourceRemote, nil
 		}
 	}
 	return true, hybrid.SourceRemote, nil
 }
 
-// limitKey is redis_rate's key for key under l when a request has several
-// limits: the key, a colon and the limit as -limit spells it,
-// "hlbench:1a2b3c4d:z:42:100/m". It costs what a redis_rate user's
-// key+":100/m" costs, one allocation.
+// limitKey is key+":"+l as -limit spells it ("...:100/m"), in one allocation.
 func limitKey(key string, l hybrid.Limit) string {
 	var buf [128]byte
-	b := append(buf[:0], key...)
-	b = append(b, ':')
-	return string(appendLimit(b, l))
+	return string(appendLimit(append(append(buf[:0], key...), ':'), l))
 }
 
-// calls reports one round trip per Allow: redis_rate runs one script per
-// call (EVALSHA; the first call per node also sends an EVAL, not
-// counted), so one per limit asked, up to the first denial.
+// calls counts a round trip per Allow (EVALSHA; the first EVAL uncounted).
 func (r *redisRateSystem) calls() int64 { return r.n.Load() }
 
 func (r *redisRateSystem) close() error { return closeClients(&r.clients) }
