@@ -43,11 +43,8 @@ func (e *env) redisCPU(ctx context.Context) (total time.Duration, ok bool) {
 		}
 	}
 	for _, o := range opts {
-		err := call(ctx, o, func(ctx context.Context, c *redis.Client) error {
-			d, err := redistest.UsedCPU(ctx, c)
-			total += d
-			return err
-		})
+		d, err := call(ctx, o, func(ctx context.Context, c *redis.Client) (time.Duration, error) { return redistest.UsedCPU(ctx, c) })
+		total += d
 		if err != nil && !e.cpuWarned {
 			e.cpuWarned = true
 			fmt.Fprintf(e.stderr, "bench: no Redis CPU figures: bench: on %s: %v\n", o.Addr, err)

@@ -96,25 +96,21 @@ func (cl *cluster) launch(ctx context.Context, mini bool) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("bench: interrupted: %w", err)
 		}
+		var addr string
 		if cl.reason != "" {
 			m, err := miniredis.Run()
 			if err != nil {
 				return fmt.Errorf("bench: starting miniredis: %w", err)
 			}
-			cl.minis = append(cl.minis, m)
-			cl.names = append(cl.names, m.Addr())
+			cl.minis, addr, cl.kind = append(cl.minis, m), m.Addr(), "miniredis"
 		} else {
 			srv, err := redistest.Launch()
 			if err != nil {
 				return fmt.Errorf("bench: %w", err)
 			}
-			cl.servers = append(cl.servers, srv)
-			cl.names = append(cl.names, srv.Addr())
+			cl.servers, addr = append(cl.servers, srv), srv.Addr()
 		}
-		cl.opts = append(cl.opts, &redis.Options{Addr: cl.names[len(cl.names)-1]})
-	}
-	if cl.reason != "" {
-		cl.kind = "miniredis"
+		cl.names, cl.opts = append(cl.names, addr), append(cl.opts, &redis.Options{Addr: addr})
 	}
 	return nil
 }
@@ -125,7 +121,7 @@ func (cl *cluster) connect(ctx context.Context, opts []*redis.Options) error {
 	var kinds []string
 	for i, o := range opts {
 		cl.names = append(cl.names, nodeName(o))
-		if err := call(ctx, o, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }); err != nil {
+		if _, err := call(ctx, o, func(ctx context.Context, c *redis.Client) (string, error) { return c.Ping(ctx).Result() }); err != nil {
 			return fmt.Errorf("bench: node %s: PING: %w", cl.names[i], err)
 		}
 		k := "redis (version unknown)"
@@ -149,11 +145,7 @@ func (cl *cluster) connectCluster(ctx context.Context, opts []*redis.Options) er
 	}
 	var errs []error
 	for _, o := range opts {
-		var info string
-		err := call(ctx, o, func(ctx context.Context, c *redis.Client) (err error) {
-			info, err = c.ClusterInfo(ctx).Result()
-			return err
-		})
+		info, err := call(ctx, o, func(ctx context.Context, c *redis.Client) (string, error) { return c.ClusterInfo(ctx).Result() })
 		switch {
 		case err != nil && strings.Contains(err.Error(), "cluster support disabled"):
 			return fmt.Errorf("bench: -cluster -nodes: %s is not in cluster mode (cluster-enabled no); give -nodes without -cluster for independent nodes", o.Addr)
@@ -177,7 +169,7 @@ func (cl *cluster) connectCluster(ctx context.Context, opts []*redis.Options) er
 }
 
 // call runs f with a one-connection client for o, under housekeepingTimeout.
-func call(ctx context.Context, o *redis.Options, f func(context.Context, *redis.Client) error) error {
+func call[T any](ctx context.Context, o *redis.Options, f func(context.Context, *redis.Client) (T, error)) (T, error) {
 	c := newClient(o, 1)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
@@ -215,10 +207,8 @@ func (cl *cluster) masters(ctx context.Context) ([]*redis.Options, error) {
 	for _, a := range addrs {
 		o := *cl.seed
 		o.Addr = a
-		var slots []redis.ClusterSlot
-		err := call(ctx, &o, func(ctx context.Context, c *redis.Client) (err error) {
-			slots, err = c.ClusterSlots(ctx).Result()
-			return err
+		slots, err := call(ctx, &o, func(ctx context.Context, c *redis.Client) ([]redis.ClusterSlot, error) {
+			return c.ClusterSlots(ctx).Result()
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("CLUSTER SLOTS on %s: %w", a, err))
@@ -252,18 +242,17 @@ func (cl *cluster) masters(ctx context.Context) ([]*redis.Options, error) {
 
 // version asks node i for its redis_version.
 func (cl *cluster) version(ctx context.Context, i int) (string, error) {
-	var info map[string]map[string]string
-	err := call(ctx, cl.opts[i], func(ctx context.Context, c *redis.Client) (err error) {
-		info, err = c.InfoMap(ctx, "server").Result()
-		return err
+	info, err := call(ctx, cl.opts[i], func(ctx context.Context, c *redis.Client) (map[string]map[string]string, error) {
+		return c.InfoMap(ctx, "server").Result()
 	})
-	if err == nil && info["Server"]["redis_version"] == "" {
+	v := info["Server"]["redis_version"]
+	if err == nil && v == "" {
 		err = errors.New("no redis_version")
 	}
 	if err != nil {
 		return "", fmt.Errorf("bench: INFO server on %s: %w", nodeName(cl.opts[i]), err)
 	}
-	return info["Server"]["redis_version"], nil
+	return v, nil
 }
 
 // describe is the report's first line: "nodes: 3 redis-server 7.0.15 on ...".
@@ -323,7 +312,7 @@ func (cl *cluster) flush(ctx context.Context) error {
 	}
 	opts, err := cl.holders(ctx)
 	for _, o := range opts {
-		if err := call(ctx, o, func(ctx context.Context, c *redis.Client) error { return c.FlushAll(ctx).Err() }); err != nil {
+		if _, err := call(ctx, o, func(ctx context.Context, c *redis.Client) (string, error) { return c.FlushAll(ctx).Result() }); err != nil {
 			return fmt.Errorf("FLUSHALL on %s: %w", nodeName(o), err)
 		}
 	}
@@ -422,5 +411,6 @@ func (cl *cluster) restart(ctx context.Context, i int) error {
 		return err
 	}
 	m.FlushAll()
-	return call(ctx, cl.opts[i], func(ctx context.Context, c *redis.Client) error { return c.ScriptFlush(ctx).Err() })
+	_, err := call(ctx, cl.opts[i], func(ctx context.Context, c *redis.Client) (string, error) { return c.ScriptFlush(ctx).Result() })
+	return err
 }
