@@ -11,8 +11,7 @@ import (
 	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 )
 
-// targetRate is the decisions per second the capacity line plans for: the
-// service's target over 10 M clients.
+// targetRate is the service's target, decisions/s, for the capacity line.
 const targetRate = 500_000
 
 // processCPU is the CPU time this process has used, user and system.

@@ -38,8 +38,7 @@ const (
 	minInterval     = 10 * time.Millisecond
 )
 
-// faultKinds are the values of -fault on independent nodes; faultFailover
-// and move.go's are those on the embedded -cluster.
+// faultKinds are -fault's on independent nodes; clusterFaults on -cluster.
 var faultKinds = []string{"kill", "pause", "restart", "slow", "flap"}
 
 const faultFailover = "failover"
@@ -96,7 +95,6 @@ type settings struct {
 func parse(args []string, stderr io.Writer) (settings, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // one line for a bad flag, not the whole usage
-	fs.Usage = func() {}
 	var s settings
 	names := knownWorkloads()
 	fs.DurationVar(&s.duration, "duration", compareDuration, "how long each run lasts: per workload and system; per point with -sweep lease and per step with -sweep load, 2s by default there; the whole timeline with -fault, 12s by default")
@@ -300,13 +298,10 @@ func appendLimit(b []byte, l hybrid.Limit) []byte {
 
 func formatLimits(ls []hybrid.Limit) string {
 	var b []byte
-	for i, l := range ls {
-		if i > 0 {
-			b = append(b, '+')
-		}
-		b = appendLimit(b, l)
+	for _, l := range ls {
+		b = append(appendLimit(b, l), '+')
 	}
-	return string(b)
+	return strings.TrimSuffix(string(b), "+")
 }
 
 // parseNodes reads -nodes with redis.ParseURL and applies the -tls-*

@@ -17,8 +17,7 @@ import (
 // unknown is what -report says of a fact the system does not give.
 const unknown = "unknown"
 
-// modulePath is this module's: -report reads the commit of a git checkout
-// only when it is this module's.
+// modulePath is the module whose git checkout's commit -report reads.
 const modulePath = "github.com/hybridlimit/hybridlimit"
 
 // machine is what -report says about the computer it ran on.
@@ -30,8 +29,7 @@ type machine struct {
 	goVersion    string
 }
 
-// readMachine reads the machine from Linux's /proc and /etc/os-release,
-// saying "unknown" of what they do not give.
+// readMachine reads /proc and /etc/os-release; "unknown" for what they lack.
 func readMachine() machine {
 	m := machine{cores: runtime.NumCPU(), procs: runtime.GOMAXPROCS(0), goVersion: runtime.Version(),
 		cpu: "CPU model " + unknown, memory: unknown + " amount", os: runtime.GOOS + "/" + runtime.GOARCH}
@@ -53,8 +51,7 @@ func readMachine() machine {
 	return m
 }
 
-// field returns the value of the first line of the file at path that
-// reads "key<sep>value" (both trimmed), or "".
+// field returns the first "key<sep>value" of the file at path, trimmed, or "".
 func field(path, key, sep string) string {
 	f, err := os.Open(path)
 	if err != nil {

@@ -74,8 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	return err
 }
 
-// labelled runs f, and the goroutines it starts, under -cpuprofile's
-// labels of system and workload.
+// labelled runs f and its goroutines under -cpuprofile's labels.
 func labelled(ctx context.Context, system, workload string, f func(context.Context)) {
 	pprof.Do(ctx, pprof.Labels("system", system, "workload", workload), f)
 }
@@ -134,8 +133,7 @@ func runCompare(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	return nil
 }
 
-// measureOne runs measure; an interrupted run is an error, as it measures
-// the interruption, not the system.
+// measureOne runs measure; an interrupted run is an error, not a figure.
 func measureOne(ctx context.Context, e *env, w workload, sys string, fraction float64) (result, error) {
 	if ctx.Err() != nil {
 		return result{}, fmt.Errorf("bench: interrupted: %w", ctx.Err())
@@ -157,8 +155,7 @@ func measureOne(ctx context.Context, e *env, w workload, sys string, fraction fl
 	return res, err
 }
 
-// describeRun is the report's second and third lines: the run's
-// settings, and each workload's limits.
+// describeRun is the report's lines of settings and of limits.
 func describeRun(s settings) string {
 	run := map[string]string{
 		modeCompare: fmt.Sprintf("%v per workload and system", s.duration),

@@ -16,8 +16,7 @@ import (
 	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 )
 
-// Embedded nodes: numNodes independent ones, or -cluster's masters and
-// replicas per master.
+// Embedded nodes: numNodes independent ones, or -cluster's masters and replicas.
 const (
 	numNodes        = 3
 	clusterMasters  = 3
@@ -27,8 +26,7 @@ const (
 // housekeepingTimeout bounds one housekeeping command (PING, INFO, a SCAN page...).
 const housekeepingTimeout = 5 * time.Second
 
-// cluster is the set of nodes a run uses: embedded ones it started
-// (redis-server or miniredis, on 127.0.0.1), or those of -nodes.
+// cluster is the nodes a run uses: embedded ones it started, or -nodes'.
 type cluster struct {
 	names    []string         // names on hybrid's ring (nodeName); "cluster" with -cluster
 	opts     []*redis.Options // each node's options; with -cluster the masters' at the start
@@ -44,9 +42,8 @@ type cluster struct {
 	seed  *redis.Options     // -cluster: the nodes' credentials and TLS (Addr unused)
 }
 
-// openNodes starts the embedded nodes s asks for (miniredis when mini is
-// true or redis-server is missing), or checks those of -nodes. On error
-// it stops what it started.
+// openNodes starts the embedded nodes s asks for, or checks those of
+// -nodes. On error it stops what it started.
 func openNodes(ctx context.Context, s settings, mini bool) (cl *cluster, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("bench: interrupted: %w", err)
@@ -83,8 +80,7 @@ func openNodes(ctx context.Context, s settings, mini bool) (cl *cluster, err err
 	return cl, err
 }
 
-// launch starts numNodes embedded nodes: miniredis when mini is true or
-// redis-server is missing.
+// launch starts numNodes embedded nodes, miniredis if mini or without redis-server.
 func (cl *cluster) launch(ctx context.Context, mini bool) error {
 	switch {
 	case mini:
@@ -177,8 +173,7 @@ func call[T any](ctx context.Context, o *redis.Options, f func(context.Context, 
 	return f(ctx, c)
 }
 
-// clusterOptions are a cluster client's options, pool connections per
-// server. ServerName is cleared: TLS verifies each server by the host it dials.
+// clusterOptions has pool connections per server; TLS verifies the host dialled.
 func (cl *cluster) clusterOptions(pool int) *redis.ClusterOptions {
 	o := &redis.ClusterOptions{Addrs: cl.seeds, Username: cl.seed.Username, Password: cl.seed.Password, PoolSize: pool}
 	if cl.seed.TLSConfig != nil {
@@ -188,9 +183,8 @@ func (cl *cluster) clusterOptions(pool int) *redis.ClusterOptions {
 	return o
 }
 
-// masters returns the masters serving the cluster's slots now, in
-// address order (CLUSTER SLOTS on the first seed, or running embedded
-// server, that answers: so also after a failover).
+// masters returns the masters serving the slots now (also after a
+// failover), in address order.
 func (cl *cluster) masters(ctx context.Context) ([]*redis.Options, error) {
 	addrs := cl.seeds
 	seen := map[string]bool{} // masters listed; a killed embedded one holds nothing that outlives the run
@@ -366,8 +360,7 @@ func deleteMatching(ctx context.Context, c *redis.Client, pattern string) error 
 	return errors.New("too many SCAN pages")
 }
 
-// newClient returns a plain-Redis-7 client for o (redis_rate and
-// housekeeping): no maintenance notifications, no CLIENT SETINFO.
+// newClient is a plain Redis 7 client for o: no maintenance notifications or SETINFO.
 func newClient(o *redis.Options, pool int) *redis.Client {
 	c := *o
 	c.PoolSize = pool

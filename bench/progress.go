@@ -15,9 +15,8 @@ var isTerminal = func(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// progress is a bar on stderr that fills as the planned run time passes.
-// A nil *progress does nothing (stderr not a terminal, or -q). It is not
-// safe for concurrent use.
+// progress is a bar on stderr that fills over the planned run time; a nil
+// one (no terminal, or -q) does nothing. Not safe for concurrent use.
 type progress struct {
 	bar         *progressbar.ProgressBar
 	total, done int64 // milliseconds

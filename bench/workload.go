@@ -19,16 +19,13 @@ const (
 	seedKeyCount    = 10_000_000
 )
 
-// seedWorkload names the workload of the seed's service (issue 14); it
-// runs only when named, not with -workload all.
+// seedWorkload is the seed's service (issue 14), run only when named.
 const seedWorkload = "seed"
 
-// hybridPrefix is the hybridlimit side's Config.Prefix; redis_rate puts
-// "rate:" before the user key.
+// hybridPrefix is hybridlimit's Config.Prefix; redis_rate's is "rate:".
 const hybridPrefix = "hlb:"
 
-// runID makes this process's keys its own ("hlbench:<runID>:..."), so that
-// on -nodes bench deletes exactly the keys it wrote.
+// runID makes this process's keys its own, to delete exactly them on -nodes.
 var runID = sync.OnceValue(func() string {
 	var b [4]byte
 	if _, err := crand.Read(b[:]); err != nil {
@@ -40,8 +37,7 @@ var runID = sync.OnceValue(func() string {
 // keyPrefix starts every user key of this process.
 func keyPrefix() string { return "hlbench:" + runID() + ":" }
 
-// ownPatterns are the SCAN patterns of every Redis key this process
-// writes: hybrid's (the user key in a hash tag) and redis_rate's.
+// ownPatterns match every Redis key this process writes, hybrid's and redis_rate's.
 func ownPatterns() []string {
 	return []string{hybridPrefix + "{" + keyPrefix() + "*", "rate:" + keyPrefix() + "*"}
 }
@@ -61,29 +57,19 @@ func workloadNames() []string { return []string{"hot", "overlimit", "zipf", "uni
 // knownWorkloads lists every workload -workload names.
 func knownWorkloads() []string { return append(workloadNames(), seedWorkload) }
 
-// defaultLimits are a workload's limits without -limit (doc.go). hot's
-// 1e9/s makes every decision an admission; with -sweep its 1e6/s is below
-// the load, so that lease size matters.
+// defaultLimits are a workload's limits without -limit (doc.go). With
+// -sweep lease, hot's is below the load, so that lease size matters.
 func defaultLimits(name, mode string) []hybrid.Limit {
-	switch name {
-	case "hot":
-		if mode == modeSweep {
-			return []hybrid.Limit{hybrid.PerSecond(1_000_000)}
-		}
-		return []hybrid.Limit{hybrid.PerSecond(1_000_000_000)}
-	case "overlimit":
-		return []hybrid.Limit{hybrid.PerSecond(10_000)}
-	case "zipf":
-		return []hybrid.Limit{hybrid.PerSecond(1000)}
-	case seedWorkload:
-		return []hybrid.Limit{hybrid.PerMinute(100), hybrid.PerHour(1000)}
-	default:
-		return []hybrid.Limit{hybrid.PerMinute(1_000_000)}
+	if name == "hot" && mode == modeSweep {
+		return []hybrid.Limit{hybrid.PerSecond(1_000_000)}
 	}
+	return map[string][]hybrid.Limit{
+		"hot": {hybrid.PerSecond(1_000_000_000)}, "overlimit": {hybrid.PerSecond(10_000)}, "zipf": {hybrid.PerSecond(1000)},
+		"uniform": {hybrid.PerMinute(1_000_000)}, seedWorkload: {hybrid.PerMinute(100), hybrid.PerHour(1000)},
+	}[name]
 }
 
-// workloadLimits are the named workload's limits, -limit's or the
-// defaults, each with -algorithm.
+// workloadLimits are -limit's or the default limits, with -algorithm.
 func (s settings) workloadLimits(name string) []hybrid.Limit {
 	from := s.limits
 	if from == nil {
@@ -130,10 +116,8 @@ func newWorkload(name string, s settings) workload {
 }
 
 // keySpace is a workload's keys, "hlbench:<runID>:<kind><i>" for i in
-// [0, n), or one named key: held in memory, or made from the index on
-// each request (the seed's 10 M keys held would cost every GC a scan of
-// about 450 MB; a made key costs one allocation, BenchmarkKey). It is
-// safe for concurrent use.
+// [0, n), or one named key: held, or made per request (BenchmarkKey), as
+// the seed's 10 M held would weigh on every GC. Safe for concurrent use.
 type keySpace struct {
 	list   []string // every key; nil: made by key on each call
 	prefix string   // of the made keys
