@@ -84,8 +84,7 @@ type settings struct {
 	cluster       bool             // -cluster: one Redis Cluster, embedded or seeded by -nodes
 	out           string           // directory for the charts
 	cpuprofile    string           // -cpuprofile: the CPU profile's file, or ""
-	json          bool
-	quiet         bool
+	json, quiet   bool
 	report        string   // -report: the Markdown file; "" for a single mode
 	reportArgs    []string // -report: the flags every section's command is given
 }
@@ -208,11 +207,8 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	case fault: // its own mix of keys
 	case *workload != "all":
 		s.workloads = []string{*workload}
-	case s.mode == modeSweep && !set["workload"]:
-		s.workloads = []string{"hot", "zipf"}
-	case s.mode == modeLoad && !set["workload"]:
-		// hot and overlimit saturate past what a few cores' generator offers.
-		s.workloads = []string{"zipf", "uniform"}
+	case s.mode != modeCompare && !set["workload"]: // load: hot and overlimit outrun a few cores' generator
+		s.workloads = map[string][]string{modeSweep: {"hot", "zipf"}, modeLoad: {"zipf", "uniform"}}[s.mode]
 	default:
 		s.workloads = workloadNames()
 	}
