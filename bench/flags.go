@@ -350,11 +350,10 @@ func nodeName(o *redis.Options) string {
 
 // redactURL hides the password of a URL for messages.
 func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "a node URL"
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
 	}
-	return u.Redacted()
+	return "a node URL"
 }
 
 // firstLine returns s up to its first newline.
