@@ -139,7 +139,6 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	if set["report"] {
 		return reportSettings(s, fs, set)
 	}
-
 	s.mode = map[string]string{"": modeCompare, "lease": modeSweep, "load": modeLoad}[*sweep]
 	switch {
 	case *sweep != "" && s.fault != "":
