@@ -4,11 +4,8 @@ package main
 
 import "time"
 
-// dispatchThread does nothing here: only Linux has the precise sleep of
-// dispatch_linux.go.
+// dispatchThread does nothing: only Linux has dispatch_linux.go's precise sleep.
 func dispatchThread() (release func()) { return func() {} }
 
-// dispatchSleep is time.Sleep, which can wake about a millisecond late
-// when the process is idle; the generator's lag (the "gen lag p99"
-// column) shows it.
+// dispatchSleep is time.Sleep, which can wake a millisecond late ("gen lag p99" shows it).
 func dispatchSleep(d time.Duration) { time.Sleep(d) }

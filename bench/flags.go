@@ -20,8 +20,7 @@ import (
 // errUsage marks a bad command line: main exits with status 2 for it.
 var errUsage = errors.New("bench: usage")
 
-// The modes of a run: the default comparison, -sweep lease, -sweep load,
-// -fault.
+// The modes of a run: the default, -sweep lease, -sweep load, -fault.
 const (
 	modeCompare = "compare"
 	modeSweep   = "sweep"
@@ -29,7 +28,7 @@ const (
 	modeFault   = "fault"
 )
 
-// Defaults of -duration per mode, and other bounds of the command line.
+// -duration's default per mode, and bounds of the command line.
 const (
 	compareDuration = 3 * time.Second  // per workload and system
 	sweepDuration   = 2 * time.Second  // per point of the sweep
@@ -39,15 +38,12 @@ const (
 	minInterval     = 10 * time.Millisecond
 )
 
-// faultKinds are the values of -fault on independent nodes.
+// faultKinds are -fault's on independent nodes; clusterFaults on -cluster.
 var faultKinds = []string{"kill", "pause", "restart", "slow", "flap"}
 
-// faultFailover is a -fault on a cluster (-cluster, embedded), as are
-// the slot moves of move.go.
 const faultFailover = "failover"
 
-// algorithms maps the values of -algorithm to hybrid's algorithms, in
-// their order.
+// algorithms are -algorithm's values, in hybrid's order.
 var algorithms = []namedAlgorithm{
 	{"token-bucket", hybrid.TokenBucket},
 	{"leaky-bucket", hybrid.LeakyBucket},
@@ -56,7 +52,6 @@ var algorithms = []namedAlgorithm{
 	{"sliding-window-counter", hybrid.SlidingWindowCounter},
 }
 
-// namedAlgorithm is an algorithm and its -algorithm spelling.
 type namedAlgorithm struct {
 	name string
 	alg  hybrid.Algorithm
@@ -89,8 +84,7 @@ type settings struct {
 	cluster       bool             // -cluster: one Redis Cluster, embedded or seeded by -nodes
 	out           string           // directory for the charts
 	cpuprofile    string           // -cpuprofile: the CPU profile's file, or ""
-	json          bool
-	quiet         bool
+	json, quiet   bool
 	report        string   // -report: the Markdown file; "" for a single mode
 	reportArgs    []string // -report: the flags every section's command is given
 }
@@ -100,7 +94,6 @@ type settings struct {
 func parse(args []string, stderr io.Writer) (settings, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // one line for a bad flag, not the whole usage
-	fs.Usage = func() {}
 	var s settings
 	names := knownWorkloads()
 	fs.DurationVar(&s.duration, "duration", compareDuration, "how long each run lasts: per workload and system; per point with -sweep lease and per step with -sweep load, 2s by default there; the whole timeline with -fault, 12s by default")
@@ -146,7 +139,6 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	if set["report"] {
 		return reportSettings(s, fs, set)
 	}
-
 	s.mode = map[string]string{"": modeCompare, "lease": modeSweep, "load": modeLoad}[*sweep]
 	switch {
 	case *sweep != "" && s.fault != "":
@@ -211,20 +203,14 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	}
 	s.algorithm = algorithms[alg].alg
 	switch {
-	case fault:
-		s.workloads = nil
+	case fault: // its own mix of keys
 	case *workload != "all":
 		s.workloads = []string{*workload}
-	case s.mode == modeSweep && !set["workload"]:
-		s.workloads = []string{"hot", "zipf"}
-	case s.mode == modeLoad && !set["workload"]:
-		// hot and overlimit saturate at millions of decisions/s, more than
-		// a generator on a few cores offers: they run when asked for.
-		s.workloads = []string{"zipf", "uniform"}
+	case s.mode != modeCompare && !set["workload"]: // load: hot and overlimit outrun a few cores' generator
+		s.workloads = map[string][]string{modeSweep: {"hot", "zipf"}, modeLoad: {"zipf", "uniform"}}[s.mode]
 	default:
 		s.workloads = workloadNames()
 	}
-	// Every limit the run will use must be valid for the chosen algorithm.
 	for _, name := range s.limitNames() {
 		ls := s.workloadLimits(name)
 		if err := hybrid.CheckLimits(1, ls...); err != nil && s.limits == nil {
@@ -248,7 +234,7 @@ func (s settings) limitNames() []string {
 var periods = map[string]time.Duration{"s": time.Second, "m": time.Minute, "h": time.Hour}
 
 // parseLimit reads "rate/period": a positive integer (underscores
-// allowed) and s, m, h or a Go duration such as 250ms or 10s.
+// allowed), and s, m, h or a Go duration such as 250ms.
 func parseLimit(v string) (hybrid.Limit, error) {
 	r, p, ok := strings.Cut(v, "/")
 	if !ok {
@@ -272,10 +258,8 @@ func parseLimit(v string) (hybrid.Limit, error) {
 	return l, nil
 }
 
-// parseLimits reads -limit: one limit as parseLimit reads it, or several
-// joined by '+' ("100/m+1000/h"), each request charged against all of
-// them. A list hybrid would refuse (a limit given twice, more than
-// hybrid.MaxLimits) is an error, hybrid's.
+// parseLimits reads -limit: limits joined by '+' ("100/m+1000/h"); a list
+// hybrid.CheckLimits refuses is an error.
 func parseLimits(v string) ([]hybrid.Limit, error) {
 	var out []hybrid.Limit
 	for part := range strings.SplitSeq(v, "+") {
@@ -293,10 +277,10 @@ func parseLimits(v string) ([]hybrid.Limit, error) {
 	return out, hybrid.CheckLimits(1, out...)
 }
 
-// formatLimit writes a limit as -limit reads it: "1000/s", "10/250ms".
+// formatLimit, appendLimit and formatLimits write limits as -limit reads
+// them: "1000/s", "10/250ms", "100/m+1000/h".
 func formatLimit(l hybrid.Limit) string { return string(appendLimit(nil, l)) }
 
-// appendLimit appends l to b as formatLimit writes it.
 func appendLimit(b []byte, l hybrid.Limit) []byte {
 	b = append(strconv.AppendInt(b, l.Rate, 10), '/')
 	for unit, d := range periods {
@@ -307,23 +291,17 @@ func appendLimit(b []byte, l hybrid.Limit) []byte {
 	return append(b, l.Period.String()...)
 }
 
-// formatLimits writes limits as -limit reads them: "100/m+1000/h".
 func formatLimits(ls []hybrid.Limit) string {
 	var b []byte
-	for i, l := range ls {
-		if i > 0 {
-			b = append(b, '+')
-		}
-		b = appendLimit(b, l)
+	for _, l := range ls {
+		b = append(appendLimit(b, l), '+')
 	}
-	return string(b)
+	return strings.TrimSuffix(string(b), "+")
 }
 
-// parseNodes reads the comma-separated URLs of -nodes with
-// redis.ParseURL and applies the -tls-* files to them. With -cluster they
-// are seeds of one Redis Cluster, so database 0 (a cluster has no other),
-// one user and password, and all plain or all TLS. Errors name the flag
-// and never show a password.
+// parseNodes reads -nodes with redis.ParseURL and applies the -tls-*
+// files. With -cluster the URLs are seeds of one cluster: database 0, one
+// user and password, all plain or all TLS. Errors never show a password.
 func parseNodes(v string, tlsf tlsFiles, cluster bool) ([]*redis.Options, error) {
 	var out []*redis.Options
 	seen := map[string]bool{}
@@ -348,8 +326,7 @@ func parseNodes(v string, tlsf tlsFiles, cluster bool) ([]*redis.Options, error)
 		return nil, err
 	}
 	for _, o := range out {
-		first := out[0]
-		switch {
+		switch first := out[0]; {
 		case !cluster:
 		case o.DB != 0:
 			return nil, fmt.Errorf("-cluster -nodes: %s: database %d; a Redis Cluster has database 0 only", o.Addr, o.DB)
@@ -362,8 +339,7 @@ func parseNodes(v string, tlsf tlsFiles, cluster bool) ([]*redis.Options, error)
 	return out, nil
 }
 
-// nodeName names a node on hybrid's ring: its address, and its database
-// when not 0. Every instance uses the same names for the same nodes.
+// nodeName names a node on hybrid's ring: its address, and /db when not 0.
 func nodeName(o *redis.Options) string {
 	if o.DB != 0 {
 		return o.Addr + "/" + strconv.Itoa(o.DB)
@@ -373,11 +349,10 @@ func nodeName(o *redis.Options) string {
 
 // redactURL hides the password of a URL for messages.
 func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "a node URL"
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
 	}
-	return u.Redacted()
+	return "a node URL"
 }
 
 // firstLine returns s up to its first newline.

@@ -17,12 +17,10 @@ import (
 // unknown is what -report says of a fact the system does not give.
 const unknown = "unknown"
 
-// modulePath is this module's path: -report reads the commit of a git
-// checkout only when it is this module's.
+// modulePath is the module whose git checkout's commit -report reads.
 const modulePath = "github.com/hybridlimit/hybridlimit"
 
-// machine is what -report says about the computer it ran on, read from
-// Linux's /proc and /etc/os-release where they are ("unknown" otherwise).
+// machine is what -report says about the computer it ran on.
 type machine struct {
 	cores, procs int    // runtime.NumCPU, GOMAXPROCS
 	cpu          string // the model: "AMD EPYC 7B13"
@@ -31,66 +29,44 @@ type machine struct {
 	goVersion    string
 }
 
-// readMachine reads the machine bench runs on.
+// readMachine reads /proc and /etc/os-release; "unknown" for what they lack.
 func readMachine() machine {
-	return machine{cores: runtime.NumCPU(), procs: runtime.GOMAXPROCS(0), cpu: cpuModel(), memory: memTotal(),
-		os: osName(), goVersion: runtime.Version()}
+	m := machine{cores: runtime.NumCPU(), procs: runtime.GOMAXPROCS(0), goVersion: runtime.Version(),
+		cpu: "CPU model " + unknown, memory: unknown + " amount", os: runtime.GOOS + "/" + runtime.GOARCH}
+	for _, k := range []string{"model name", "Model", "Hardware"} { // x86, then ARM
+		if v := field("/proc/cpuinfo", k, ":"); v != "" {
+			m.cpu = v
+			break
+		}
+	}
+	if kb, err := strconv.ParseFloat(strings.TrimSuffix(field("/proc/meminfo", "MemTotal", ":"), " kB"), 64); err == nil {
+		m.memory = fmt.Sprintf("%.1f GiB", kb/(1<<20))
+	}
+	if v := strings.Trim(field("/etc/os-release", "PRETTY_NAME", "="), `"`); v != "" {
+		m.os += ", " + v
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.os += ", kernel " + strings.TrimSpace(string(b))
+	}
+	return m
 }
 
-// field returns the value of the first line of the file at path that
-// reads "key<sep>value" (spaces around both trimmed), or "".
+// field returns the first "key<sep>value" of the file at path, trimmed, or "".
 func field(path, key, sep string) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), sep)
-		if ok && strings.TrimSpace(k) == key {
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		if k, v, ok := strings.Cut(sc.Text(), sep); ok && strings.TrimSpace(k) == key {
 			return strings.TrimSpace(v)
 		}
 	}
 	return ""
 }
 
-// cpuModel is the processor's model from /proc/cpuinfo: "model name" on
-// x86, "Model" or "Hardware" on ARM.
-func cpuModel() string {
-	for _, k := range []string{"model name", "Model", "Hardware"} {
-		if v := field("/proc/cpuinfo", k, ":"); v != "" {
-			return v
-		}
-	}
-	return "CPU model " + unknown
-}
-
-// memTotal is MemTotal from /proc/meminfo, in GiB.
-func memTotal() string {
-	v := strings.TrimSuffix(field("/proc/meminfo", "MemTotal", ":"), " kB")
-	kb, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		return unknown + " amount"
-	}
-	return fmt.Sprintf("%.1f GiB", kb/(1<<20))
-}
-
-// osName is GOOS/GOARCH, the distribution's PRETTY_NAME and the kernel's
-// release, those that can be read.
-func osName() string {
-	parts := []string{runtime.GOOS + "/" + runtime.GOARCH}
-	if v := strings.Trim(field("/etc/os-release", "PRETTY_NAME", "="), `"`); v != "" {
-		parts = append(parts, v)
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		parts = append(parts, "kernel "+strings.TrimSpace(string(b)))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// loadAverage is the load average over 1, 5 and 15 minutes from
-// /proc/loadavg, "0.52 0.40 0.31".
+// loadAverage is /proc/loadavg's over 1, 5 and 15 minutes: "0.52 0.40 0.31".
 func loadAverage() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
@@ -100,10 +76,8 @@ func loadAverage() string {
 }
 
 // sourceCommit names the commit bench was built from: in a git checkout
-// of this module (what `go run ./bench` builds), git rev-parse HEAD, and
-// whether git status lists changes; else the revision the go command
-// stamped into the binary (go build does, go run does not); else
-// "unknown".
+// of this module, HEAD and whether the tree is clean; else the revision
+// go build stamped (go run stamps none); else "unknown".
 func sourceCommit(ctx context.Context) string {
 	git := func(args ...string) (string, bool) {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

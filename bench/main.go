@@ -30,8 +30,7 @@ func main() {
 	os.Exit(exitCode(err))
 }
 
-// exitCode maps run's error to the exit status: 0 for nil, 2 for a bad
-// command line, 1 otherwise.
+// exitCode is run's exit status: 0 for nil, 2 for errUsage, 1 otherwise.
 func exitCode(err error) int {
 	switch {
 	case err == nil:
@@ -42,14 +41,11 @@ func exitCode(err error) int {
 	return 1
 }
 
-// run is the whole program: it parses args, starts the nodes (or connects
-// to those of -nodes), runs the mode the flags select and writes the
-// report to stdout and the charts to -out (with -report, each mode of the
-// standard set in turn, into one Markdown file: runReport). It stops
-// every node it started and deletes what it wrote on nodes it did not
-// start before returning, also when ctx is cancelled (then it reports the
-// results it has and returns an error wrapping ctx.Err()). Errors from a
-// bad command line wrap errUsage. No goroutine it started outlives it.
+// run is the whole program: the report goes to stdout, the charts to
+// -out. Before it returns, also when ctx is cancelled (then with the
+// results so far and an error wrapping ctx.Err()), it stops the nodes it
+// started and deletes its keys on the others; no goroutine it started
+// outlives it. A bad command line's error wraps errUsage.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	s, err := parse(args, stderr)
 	switch {
@@ -78,22 +74,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	return err
 }
 
-// labelled runs f with the pprof labels that name the system and workload
-// of the decisions it makes (-cpuprofile): the goroutines it starts carry
-// them.
+// labelled runs f and its goroutines under -cpuprofile's labels.
 func labelled(ctx context.Context, system, workload string, f func(context.Context)) {
 	pprof.Do(ctx, pprof.Labels("system", system, "workload", workload), f)
 }
 
-// runMode runs the mode s selects, as run does once the flags are parsed;
-// started, when not nil, is given the nodes once they answer.
+// runMode runs the mode s selects; started, if not nil, is given the
+// nodes once they answer.
 func runMode(ctx context.Context, s settings, stdout, stderr io.Writer, started func(*cluster)) (err error) {
 	if s.mode != modeCompare {
 		if err := os.MkdirAll(s.out, 0o755); err != nil {
 			return fmt.Errorf("bench: -out: %w", err)
 		}
 	}
-
 	cl, err := openNodes(ctx, s, forceMiniredis())
 	if err != nil {
 		return err
@@ -102,7 +95,6 @@ func runMode(ctx context.Context, s settings, stdout, stderr io.Writer, started 
 	if started != nil {
 		started(cl)
 	}
-
 	e := &env{s: s, cl: cl, stderr: stderr, log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if s.mode == modeFault {
 		e.log = slog.New(slog.DiscardHandler) // the timeline shows node failures and breaker changes
@@ -112,14 +104,12 @@ func runMode(ctx context.Context, s settings, stdout, stderr io.Writer, started 
 	} else {
 		fmt.Fprintf(stdout, "%s\n%s\n\n", cl.describe(), describeRun(s))
 	}
-	modes := map[string]func(context.Context, *env, io.Writer) error{
+	return map[string]func(context.Context, *env, io.Writer) error{
 		modeCompare: runCompare, modeSweep: runSweep, modeLoad: runLoad, modeFault: runFault,
-	}
-	return modes[s.mode](ctx, e, stdout)
+	}[s.mode](ctx, e, stdout)
 }
 
-// runCompare runs every selected workload against hybridlimit and
-// redis_rate and prints one table.
+// runCompare runs every selected workload on both systems: one table.
 func runCompare(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	s := e.s
 	e.prog = newProgress(e.stderr, s.quiet, time.Duration(len(s.workloads)*len(systemNames))*s.duration)
@@ -143,8 +133,7 @@ func runCompare(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	return nil
 }
 
-// measureOne runs measure and turns an interruption into an error: a run
-// cut short measures the interruption, not the system.
+// measureOne runs measure; an interrupted run is an error, not a figure.
 func measureOne(ctx context.Context, e *env, w workload, sys string, fraction float64) (result, error) {
 	if ctx.Err() != nil {
 		return result{}, fmt.Errorf("bench: interrupted: %w", ctx.Err())
@@ -157,17 +146,16 @@ func measureOne(ctx context.Context, e *env, w workload, sys string, fraction fl
 	var res result
 	var err error
 	labelled(ctx, sys, w.name, func(ctx context.Context) { res, err = measure(ctx, e, w, sys, fraction) })
-	if err != nil {
-		return res, fmt.Errorf("bench: %s: %w", what, err)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("bench: %s: %w", what, err)
+	case ctx.Err() != nil:
+		err = fmt.Errorf("bench: interrupted: %w", ctx.Err())
 	}
-	if ctx.Err() != nil {
-		return res, fmt.Errorf("bench: interrupted: %w", ctx.Err())
-	}
-	return res, nil
+	return res, err
 }
 
-// describeRun is the second and third lines of the report: the
-// settings of the run, and the limits of each workload.
+// describeRun is the report's lines of settings and of limits.
 func describeRun(s settings) string {
 	run := map[string]string{
 		modeCompare: fmt.Sprintf("%v per workload and system", s.duration),
@@ -202,8 +190,7 @@ func describeRun(s settings) string {
 		runtime.GOMAXPROCS(0), algorithmName(s.algorithm), leases, strings.Join(limits, ", "))
 }
 
-// forceMiniredis reports whether HYBRIDLIMIT_BENCH_MINIREDIS asks for
-// in-process nodes.
+// forceMiniredis reports whether miniredisEnv asks for miniredis.
 func forceMiniredis() bool {
 	v := os.Getenv(miniredisEnv)
 	return v != "" && v != "0" && !strings.EqualFold(v, "false")

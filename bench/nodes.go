@@ -16,24 +16,20 @@ import (
 	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 )
 
-// Shapes of the embedded nodes: numNodes independent ones, or -cluster's
-// clusterMasters masters with clusterReplicas replicas each.
+// Embedded nodes: numNodes independent ones, or -cluster's masters and replicas.
 const (
 	numNodes        = 3
 	clusterMasters  = 3
 	clusterReplicas = 1
 )
 
-// housekeepingTimeout bounds one housekeeping command (PING, INFO,
-// FLUSHALL, a SCAN page, UNLINK) on a node.
+// housekeepingTimeout bounds one housekeeping command (PING, INFO, a SCAN page...).
 const housekeepingTimeout = 5 * time.Second
 
-// cluster is the set of nodes a run uses: embedded ones it started (real
-// redis-server processes or in-process miniredis servers, all on
-// 127.0.0.1), or existing ones given with -nodes.
+// cluster is the nodes a run uses: embedded ones it started, or -nodes'.
 type cluster struct {
-	names    []string         // node names on hybrid's ring: the address, and /db when not 0
-	opts     []*redis.Options // how to reach each node: address, AUTH, TLS, database
+	names    []string         // names on hybrid's ring (nodeName); "cluster" with -cluster
+	opts     []*redis.Options // each node's options; with -cluster the masters' at the start
 	kind     string           // "redis-server 7.0.15", "miniredis", or the versions of -nodes
 	reason   string           // why miniredis, when it is
 	external bool             // given with -nodes: never flushed, only our keys deleted
@@ -41,19 +37,13 @@ type cluster struct {
 	servers []*redistest.Server    // embedded redis-server nodes, by index
 	minis   []*miniredis.Miniredis // embedded miniredis nodes, by index
 
-	// With -cluster: the embedded Redis Cluster (nil for one given with
-	// -nodes), the addresses a cluster client starts from (the masters',
-	// or the -nodes URLs'), and the credentials and TLS of the cluster's
-	// nodes (seed's Addr is not used). opts then holds the masters' as
-	// they were at the start, for INFO; names is the one node, "cluster".
-	rc    *redistest.Cluster
-	seeds []string
-	seed  *redis.Options
+	rc    *redistest.Cluster // the embedded -cluster; nil otherwise
+	seeds []string           // -cluster: the addresses a cluster client starts from
+	seed  *redis.Options     // -cluster: the nodes' credentials and TLS (Addr unused)
 }
 
-// openNodes starts the embedded nodes s asks for (miniredis when mini is
-// true or redis-server is not installed), or checks those of -nodes,
-// which it never starts. On error it stops what it started.
+// openNodes starts the embedded nodes s asks for, or checks those of
+// -nodes. On error it stops what it started.
 func openNodes(ctx context.Context, s settings, mini bool) (cl *cluster, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("bench: interrupted: %w", err)
@@ -90,8 +80,7 @@ func openNodes(ctx context.Context, s settings, mini bool) (cl *cluster, err err
 	return cl, err
 }
 
-// launch starts numNodes embedded nodes: redis-server when it is
-// installed and mini is false, miniredis otherwise.
+// launch starts numNodes embedded nodes, miniredis if mini or without redis-server.
 func (cl *cluster) launch(ctx context.Context, mini bool) error {
 	switch {
 	case mini:
@@ -103,36 +92,32 @@ func (cl *cluster) launch(ctx context.Context, mini bool) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("bench: interrupted: %w", err)
 		}
+		var addr string
 		if cl.reason != "" {
 			m, err := miniredis.Run()
 			if err != nil {
 				return fmt.Errorf("bench: starting miniredis: %w", err)
 			}
-			cl.minis = append(cl.minis, m)
-			cl.names = append(cl.names, m.Addr())
+			cl.minis, addr, cl.kind = append(cl.minis, m), m.Addr(), "miniredis"
 		} else {
 			srv, err := redistest.Launch()
 			if err != nil {
 				return fmt.Errorf("bench: %w", err)
 			}
-			cl.servers = append(cl.servers, srv)
-			cl.names = append(cl.names, srv.Addr())
+			cl.servers, addr = append(cl.servers, srv), srv.Addr()
 		}
-		cl.opts = append(cl.opts, &redis.Options{Addr: cl.names[len(cl.names)-1]})
-	}
-	if cl.reason != "" {
-		cl.kind = "miniredis"
+		cl.names, cl.opts = append(cl.names, addr), append(cl.opts, &redis.Options{Addr: addr})
 	}
 	return nil
 }
 
-// connect checks the independent nodes of -nodes: each must answer PING.
+// connect checks that each independent node of -nodes answers PING.
 func (cl *cluster) connect(ctx context.Context, opts []*redis.Options) error {
 	cl.opts = opts
 	var kinds []string
 	for i, o := range opts {
 		cl.names = append(cl.names, nodeName(o))
-		if err := call(ctx, o, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }); err != nil {
+		if _, err := call(ctx, o, func(ctx context.Context, c *redis.Client) (string, error) { return c.Ping(ctx).Result() }); err != nil {
 			return fmt.Errorf("bench: node %s: PING: %w", cl.names[i], err)
 		}
 		k := "redis (version unknown)"
@@ -147,9 +132,8 @@ func (cl *cluster) connect(ctx context.Context, opts []*redis.Options) error {
 	return nil
 }
 
-// connectCluster checks the seeds of an existing Redis Cluster given with
-// -cluster -nodes: the first to answer must be in cluster mode and report
-// cluster_state:ok, and the masters serving its slots must answer INFO.
+// connectCluster checks -cluster -nodes: the first seed to answer must
+// report cluster_state:ok, and the masters serving its slots must answer.
 func (cl *cluster) connectCluster(ctx context.Context, opts []*redis.Options) error {
 	cl.seed, cl.names = opts[0], []string{"cluster"}
 	for _, o := range opts {
@@ -157,11 +141,7 @@ func (cl *cluster) connectCluster(ctx context.Context, opts []*redis.Options) er
 	}
 	var errs []error
 	for _, o := range opts {
-		var info string
-		err := call(ctx, o, func(ctx context.Context, c *redis.Client) (err error) {
-			info, err = c.ClusterInfo(ctx).Result()
-			return err
-		})
+		info, err := call(ctx, o, func(ctx context.Context, c *redis.Client) (string, error) { return c.ClusterInfo(ctx).Result() })
 		switch {
 		case err != nil && strings.Contains(err.Error(), "cluster support disabled"):
 			return fmt.Errorf("bench: -cluster -nodes: %s is not in cluster mode (cluster-enabled no); give -nodes without -cluster for independent nodes", o.Addr)
@@ -184,9 +164,8 @@ func (cl *cluster) connectCluster(ctx context.Context, opts []*redis.Options) er
 	return nil
 }
 
-// call runs f with a one-connection client for o, under
-// housekeepingTimeout.
-func call(ctx context.Context, o *redis.Options, f func(context.Context, *redis.Client) error) error {
+// call runs f with a one-connection client for o, under housekeepingTimeout.
+func call[T any](ctx context.Context, o *redis.Options, f func(context.Context, *redis.Client) (T, error)) (T, error) {
 	c := newClient(o, 1)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, housekeepingTimeout)
@@ -194,9 +173,7 @@ func call(ctx context.Context, o *redis.Options, f func(context.Context, *redis.
 	return f(ctx, c)
 }
 
-// clusterOptions are the options of a cluster client for the cluster's
-// nodes, with pool connections per server. TLS verifies each server by
-// the host it dials (ServerName is cleared: the seeds' is one host).
+// clusterOptions has pool connections per server; TLS verifies the host dialled.
 func (cl *cluster) clusterOptions(pool int) *redis.ClusterOptions {
 	o := &redis.ClusterOptions{Addrs: cl.seeds, Username: cl.seed.Username, Password: cl.seed.Password, PoolSize: pool}
 	if cl.seed.TLSConfig != nil {
@@ -206,11 +183,8 @@ func (cl *cluster) clusterOptions(pool int) *redis.ClusterOptions {
 	return o
 }
 
-// masters asks the cluster which masters serve its slots now (CLUSTER
-// SLOTS on the first node that answers: a seed, or for the embedded
-// cluster any running server, so that it also works after a failover)
-// and returns options to reach each, with the cluster's credentials and
-// TLS, in address order.
+// masters returns the masters serving the slots now (also after a
+// failover), in address order.
 func (cl *cluster) masters(ctx context.Context) ([]*redis.Options, error) {
 	addrs := cl.seeds
 	seen := map[string]bool{} // masters listed; a killed embedded one holds nothing that outlives the run
@@ -227,10 +201,8 @@ func (cl *cluster) masters(ctx context.Context) ([]*redis.Options, error) {
 	for _, a := range addrs {
 		o := *cl.seed
 		o.Addr = a
-		var slots []redis.ClusterSlot
-		err := call(ctx, &o, func(ctx context.Context, c *redis.Client) (err error) {
-			slots, err = c.ClusterSlots(ctx).Result()
-			return err
+		slots, err := call(ctx, &o, func(ctx context.Context, c *redis.Client) ([]redis.ClusterSlot, error) {
+			return c.ClusterSlots(ctx).Result()
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("CLUSTER SLOTS on %s: %w", a, err))
@@ -264,22 +236,20 @@ func (cl *cluster) masters(ctx context.Context) ([]*redis.Options, error) {
 
 // version asks node i for its redis_version.
 func (cl *cluster) version(ctx context.Context, i int) (string, error) {
-	var info map[string]map[string]string
-	err := call(ctx, cl.opts[i], func(ctx context.Context, c *redis.Client) (err error) {
-		info, err = c.InfoMap(ctx, "server").Result()
-		return err
+	info, err := call(ctx, cl.opts[i], func(ctx context.Context, c *redis.Client) (map[string]map[string]string, error) {
+		return c.InfoMap(ctx, "server").Result()
 	})
-	if err == nil && info["Server"]["redis_version"] == "" {
+	v := info["Server"]["redis_version"]
+	if err == nil && v == "" {
 		err = errors.New("no redis_version")
 	}
 	if err != nil {
 		return "", fmt.Errorf("bench: INFO server on %s: %w", nodeName(cl.opts[i]), err)
 	}
-	return info["Server"]["redis_version"], nil
+	return v, nil
 }
 
-// describe is the first line of the report, for example
-// "nodes: 3 redis-server 7.0.15 on 127.0.0.1:40001, 127.0.0.1:40002, ...".
+// describe is the report's first line: "nodes: 3 redis-server 7.0.15 on ...".
 func (cl *cluster) describe() string {
 	switch {
 	case cl.rc != nil:
@@ -298,10 +268,8 @@ func (cl *cluster) describe() string {
 	return fmt.Sprintf("nodes: %d %s on %s", len(cl.names), cl.kind, strings.Join(cl.names, ", "))
 }
 
-// close stops every embedded node, also after a partial start; for nodes
-// given with -nodes and for a Redis Cluster, embedded or not, it first
-// deletes the keys this process wrote (on a cluster, on the masters that
-// serve its slots then, so also after a failover).
+// close stops every embedded node, also after a partial start; on -nodes
+// and on a cluster it first deletes the keys this process wrote.
 func (cl *cluster) close(ctx context.Context) error {
 	var errs []error
 	if cl.external || cl.rc != nil {
@@ -322,8 +290,7 @@ func (cl *cluster) close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// holders are the nodes that hold data now: on a cluster, the masters
-// serving its slots; else every node.
+// holders are the nodes holding data now: a cluster's masters, else all.
 func (cl *cluster) holders(ctx context.Context) ([]*redis.Options, error) {
 	if cl.seed == nil {
 		return cl.opts, nil
@@ -331,26 +298,22 @@ func (cl *cluster) holders(ctx context.Context) ([]*redis.Options, error) {
 	return cl.masters(ctx)
 }
 
-// flush empties the nodes of what earlier runs wrote, so that each run
-// starts from fresh buckets: FLUSHALL on embedded nodes, which bench
-// owns (on the embedded cluster, on its masters); on nodes given with
-// -nodes only the keys of this process are deleted (ownPatterns), never
-// anything else.
+// flush empties the nodes before a run: FLUSHALL on embedded nodes; on
+// -nodes only the keys of this process (ownPatterns) are deleted.
 func (cl *cluster) flush(ctx context.Context) error {
 	if cl.external {
 		return cl.deleteOwn(ctx)
 	}
 	opts, err := cl.holders(ctx)
 	for _, o := range opts {
-		if err := call(ctx, o, func(ctx context.Context, c *redis.Client) error { return c.FlushAll(ctx).Err() }); err != nil {
+		if _, err := call(ctx, o, func(ctx context.Context, c *redis.Client) (string, error) { return c.FlushAll(ctx).Result() }); err != nil {
 			return fmt.Errorf("FLUSHALL on %s: %w", nodeName(o), err)
 		}
 	}
 	return err
 }
 
-// deleteOwn deletes the keys matching ownPatterns on every node that
-// holds data (holders): SCAN and UNLINK, page by page.
+// deleteOwn deletes the keys matching ownPatterns on every holder.
 func (cl *cluster) deleteOwn(ctx context.Context) error {
 	opts, err := cl.holders(ctx)
 	if err != nil {
@@ -370,10 +333,9 @@ func (cl *cluster) deleteOwn(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// deleteMatching deletes the keys matching pattern, in pages of SCAN. Each
-// key has an UNLINK of its own, a page's pipelined in one round trip: on
-// a Cluster master one UNLINK of keys in different slots would fail with
-// CROSSSLOT. It stops after a bounded number of pages.
+// deleteMatching deletes the keys matching pattern, a SCAN page at a time,
+// a bounded number of pages. One UNLINK per key, pipelined: one UNLINK
+// of keys in different slots fails with CROSSSLOT on a cluster.
 func deleteMatching(ctx context.Context, c *redis.Client, pattern string) error {
 	var cursor uint64
 	for range 1_000_000 {
@@ -398,9 +360,7 @@ func deleteMatching(ctx context.Context, c *redis.Client, pattern string) error 
 	return errors.New("too many SCAN pages")
 }
 
-// newClient returns a client for the redis_rate side and for
-// housekeeping, with o's address, credentials, TLS and database: plain
-// Redis 7, so maintenance notifications and CLIENT SETINFO are off.
+// newClient is a plain Redis 7 client for o: no maintenance notifications or SETINFO.
 func newClient(o *redis.Options, pool int) *redis.Client {
 	c := *o
 	c.PoolSize = pool
@@ -409,12 +369,9 @@ func newClient(o *redis.Options, pool int) *redis.Client {
 	return redis.NewClient(&c)
 }
 
-// kill, pause, resume and restart are the faults of embedded node i: on
-// redis-server what the names say (redistest.Server). miniredis cannot be
-// frozen, so pause closes it (connections are refused instead of hanging)
-// and resume restarts it on the same address, keeping its data; restart
-// does the same and empties it, as a fresh redis-server would be. kill
-// leaves a node down for the rest of the run.
+// kill, pause, resume and restart are the faults of embedded node i
+// (redistest.Server). miniredis cannot be frozen: pause closes it and
+// resume restarts it with its data; restart also empties it.
 func (cl *cluster) kill(i int) error {
 	if cl.servers != nil {
 		return cl.servers[i].Kill()
@@ -447,5 +404,6 @@ func (cl *cluster) restart(ctx context.Context, i int) error {
 		return err
 	}
 	m.FlushAll()
-	return call(ctx, cl.opts[i], func(ctx context.Context, c *redis.Client) error { return c.ScriptFlush(ctx).Err() })
+	_, err := call(ctx, cl.opts[i], func(ctx context.Context, c *redis.Client) (string, error) { return c.ScriptFlush(ctx).Result() })
+	return err
 }

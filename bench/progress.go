@@ -15,10 +15,8 @@ var isTerminal = func(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// progress is a bar on stderr that fills as the planned run time passes.
-// A nil *progress does nothing: there is no bar when stderr is not a
-// terminal or -q is given. It is not safe for concurrent use; only run's
-// goroutine moves it.
+// progress is a bar on stderr that fills over the planned run time; a nil
+// one (no terminal, or -q) does nothing. Not safe for concurrent use.
 type progress struct {
 	bar         *progressbar.ProgressBar
 	total, done int64 // milliseconds
@@ -29,24 +27,18 @@ func newProgress(w io.Writer, quiet bool, total time.Duration) *progress {
 	if quiet || !isTerminal(w) || total <= 0 {
 		return nil
 	}
-	bar := progressbar.NewOptions64(total.Milliseconds(),
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionSetElapsedTime(true),
-		progressbar.OptionClearOnFinish(),
-		progressbar.OptionSetDescription("bench"),
-	)
+	bar := progressbar.NewOptions64(total.Milliseconds(), progressbar.OptionSetWriter(w),
+		progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionSetPredictTime(true), progressbar.OptionSetElapsedTime(true),
+		progressbar.OptionClearOnFinish(), progressbar.OptionSetDescription("bench"))
 	return &progress{bar: bar, total: total.Milliseconds()}
 }
 
 // describe names what runs now, for example "zipf/redis_rate".
 func (p *progress) describe(what string) {
-	if p == nil || p.bar == nil {
-		return
+	if p != nil && p.bar != nil {
+		p.bar.Describe(what)
 	}
-	p.bar.Describe(what)
 }
 
 // add moves the bar by d of run time; it is full only at finish.
@@ -62,10 +54,9 @@ func (p *progress) add(d time.Duration) {
 
 // finish fills and clears the bar, leaving the line for what follows.
 func (p *progress) finish() {
-	if p == nil || p.bar == nil {
-		return
+	if p != nil && p.bar != nil {
+		_ = p.bar.Finish()
+		_ = p.bar.Clear()
+		p.bar = nil
 	}
-	_ = p.bar.Finish()
-	_ = p.bar.Clear()
-	p.bar = nil
 }

@@ -15,14 +15,11 @@ type tlsFiles struct {
 	ca, cert, key string
 }
 
-// apply sets the TLS settings of the files on every rediss:// node of
-// opts (those whose TLSConfig redis.ParseURL set): the CA's certificates
-// become the roots that verify the server, the certificate and key the
-// client's. Both systems' clients copy the options, so both use them.
-// It is an error to give a certificate without its key or the reverse,
-// to give the files when no URL is rediss://, to give -tls-ca with
-// ?skip_verify=true (which would ignore it), and a file that cannot be
-// read or holds no PEM certificate or key.
+// apply sets the CA (the roots that verify the server) and the client
+// certificate on every rediss:// node of opts; both systems' clients copy
+// the options. It is an error to give a certificate without its key or
+// the reverse, the files with no rediss:// URL, -tls-ca with
+// ?skip_verify=true, or a file that holds no PEM certificate or key.
 func (f tlsFiles) apply(opts []*redis.Options) error {
 	if f == (tlsFiles{}) {
 		return nil
@@ -32,13 +29,11 @@ func (f tlsFiles) apply(opts []*redis.Options) error {
 	}
 	var secure []*redis.Options
 	for _, o := range opts {
-		switch {
-		case o.TLSConfig == nil:
-			continue
-		case f.ca != "" && o.TLSConfig.InsecureSkipVerify:
+		if o.TLSConfig != nil && f.ca != "" && o.TLSConfig.InsecureSkipVerify {
 			return fmt.Errorf("-tls-ca with ?skip_verify=true on %s: the CA would verify nothing; give one of them", nodeName(o))
+		} else if o.TLSConfig != nil {
+			secure = append(secure, o)
 		}
-		secure = append(secure, o)
 	}
 	if secure == nil {
 		return errors.New("-tls-ca, -tls-cert and -tls-key: no rediss:// URL in -nodes to apply them to")

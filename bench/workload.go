@@ -11,8 +11,7 @@ import (
 	"github.com/hybridlimit/hybridlimit/hybrid"
 )
 
-// Key spaces of the zipf and uniform workloads, as in hybrid/bench_test.go,
-// and of the seed workload: the 10 M clients of the seed's service.
+// Key spaces of the zipf, uniform and seed workloads (doc.go).
 const (
 	zipfKeyCount    = 1_000_000
 	zipfS           = 1.1
@@ -20,18 +19,13 @@ const (
 	seedKeyCount    = 10_000_000
 )
 
-// seedWorkload names the workload of the seed's service (issue 14): Zipf
-// over 10 M clients, each under 100/m and 1000/h. It runs when named, not
-// with -workload all.
+// seedWorkload is the seed's service (issue 14), run only when named.
 const seedWorkload = "seed"
 
-// hybridPrefix starts the Redis keys of the hybridlimit side (its
-// Config.Prefix). redis_rate puts "rate:" before the user key.
+// hybridPrefix is hybridlimit's Config.Prefix; redis_rate's is "rate:".
 const hybridPrefix = "hlb:"
 
-// runID makes the keys of this process its own: every user key starts
-// with "hlbench:<runID>:", so that on nodes given with -nodes bench finds
-// and deletes exactly the keys it wrote, and never a user's.
+// runID makes this process's keys its own, to delete exactly them on -nodes.
 var runID = sync.OnceValue(func() string {
 	var b [4]byte
 	if _, err := crand.Read(b[:]); err != nil {
@@ -43,62 +37,39 @@ var runID = sync.OnceValue(func() string {
 // keyPrefix starts every user key of this process.
 func keyPrefix() string { return "hlbench:" + runID() + ":" }
 
-// ownPatterns are the SCAN patterns of every Redis key this process
-// writes: hybrid's (prefix, then the user key in a hash tag) and
-// redis_rate's.
+// ownPatterns match every Redis key this process writes, hybrid's and redis_rate's.
 func ownPatterns() []string {
 	return []string{hybridPrefix + "{" + keyPrefix() + "*", "rate:" + keyPrefix() + "*"}
 }
 
-// workload is a key mix and the limits every key gets: each request is
-// charged against all of them (see system).
+// workload is a key mix and the limits each request is charged against.
 type workload struct {
 	name   string
 	limits []hybrid.Limit // one or more, in -limit's order
-	keys   keySpace       // requests pick an index into it
-	zipf   bool           // pick Zipf-distributed indexes, else uniform ones
-	s      float64        // the Zipf exponent
+	keys   keySpace
+	zipf   bool    // Zipf-distributed indexes, else uniform
+	s      float64 // the Zipf exponent
 }
 
-// workloadNames lists the workloads of -workload all, in the order they
-// run.
+// workloadNames lists the workloads of -workload all, in run order.
 func workloadNames() []string { return []string{"hot", "overlimit", "zipf", "uniform"} }
 
-// knownWorkloads lists every workload -workload names: those of all, then
-// the seed's.
+// knownWorkloads lists every workload -workload names.
 func knownWorkloads() []string { return append(workloadNames(), seedWorkload) }
 
-// defaultLimits are the limits of a workload when -limit is not given:
-//   - hot, PerSecond(1e9): every decision an admission, the cost of a
-//     decision on a hot key; with -sweep PerSecond(1e6), which the load
-//     exceeds, so that the lease size matters and accuracy can be read;
-//   - overlimit, PerSecond(10000): almost every decision a denial, an
-//     abusive client hammering a fast limit (a slow limit's denials are
-//     cached for long; a fast one's refill must be taken as it comes);
-//   - zipf, PerSecond(1000) per key: a few hot keys over it, a cold tail;
-//   - uniform, PerMinute(1e6) per key: every key cold, nothing denied;
-//   - seed, PerMinute(100) and PerHour(1000): the seed's rules, every
-//     request charged against both.
+// defaultLimits are a workload's limits without -limit (doc.go). With
+// -sweep lease, hot's is below the load, so that lease size matters.
 func defaultLimits(name, mode string) []hybrid.Limit {
-	switch name {
-	case "hot":
-		if mode == modeSweep {
-			return []hybrid.Limit{hybrid.PerSecond(1_000_000)}
-		}
-		return []hybrid.Limit{hybrid.PerSecond(1_000_000_000)}
-	case "overlimit":
-		return []hybrid.Limit{hybrid.PerSecond(10_000)}
-	case "zipf":
-		return []hybrid.Limit{hybrid.PerSecond(1000)}
-	case seedWorkload:
-		return []hybrid.Limit{hybrid.PerMinute(100), hybrid.PerHour(1000)}
-	default:
-		return []hybrid.Limit{hybrid.PerMinute(1_000_000)}
+	if name == "hot" && mode == modeSweep {
+		return []hybrid.Limit{hybrid.PerSecond(1_000_000)}
 	}
+	return map[string][]hybrid.Limit{
+		"hot": {hybrid.PerSecond(1_000_000_000)}, "overlimit": {hybrid.PerSecond(10_000)}, "zipf": {hybrid.PerSecond(1000)},
+		"uniform": {hybrid.PerMinute(1_000_000)}, seedWorkload: {hybrid.PerMinute(100), hybrid.PerHour(1000)},
+	}[name]
 }
 
-// workloadLimits are the limits the named workload runs with: -limit's
-// or the defaults, each with -algorithm.
+// workloadLimits are -limit's or the default limits, with -algorithm.
 func (s settings) workloadLimits(name string) []hybrid.Limit {
 	from := s.limits
 	if from == nil {
@@ -126,10 +97,9 @@ func (s settings) keyCount(name string) int {
 	return uniformKeyCount
 }
 
-// newWorkload returns the workload of that name, one of knownWorkloads,
-// with the limits and key space the settings give it.
+// newWorkload returns the named workload, one of knownWorkloads.
 func newWorkload(name string, s settings) workload {
-	w := workload{name: name, limits: s.workloadLimits(name), s: s.zipfS}
+	w := workload{name: name, limits: s.workloadLimits(name), s: s.zipfS, zipf: name == "zipf" || name == seedWorkload}
 	switch name {
 	case "hot":
 		w.keys = oneKey("hot")
@@ -137,10 +107,8 @@ func newWorkload(name string, s settings) workload {
 		w.keys = oneKey("abuser")
 	case "zipf":
 		w.keys = listedKeys("z:", s.keyCount(name))
-		w.zipf = true
 	case seedWorkload:
 		w.keys = madeKeys("s:", s.keyCount(name))
-		w.zipf = true
 	default:
 		w.keys = listedKeys("u:", s.keyCount(name))
 	}
@@ -148,15 +116,8 @@ func newWorkload(name string, s settings) workload {
 }
 
 // keySpace is a workload's keys, "hlbench:<runID>:<kind><i>" for i in
-// [0, n), or one named key. They are held in memory (listedKeys), or
-// made from the index on each request (madeKeys): the seed's 10 M keys
-// held take 0.9 s to build and 456 MB of heap, which each garbage
-// collection would scan. A made key costs one allocation, the string, as
-// a service building a client's key for each request pays: 110-125 ns a
-// request against 65-83 ns for a held key, the Zipf draw included, over
-// 1 M or 10 M keys, and 25 B (BenchmarkKey, 2 cores), paid alike by both
-// systems; under 1 % of a decision that asks Redis (5-50 µs of CPU),
-// more of one answered in process. It is safe for concurrent use.
+// [0, n), or one named key: held, or made per request (BenchmarkKey), as
+// the seed's 10 M held would weigh on every GC. Safe for concurrent use.
 type keySpace struct {
 	list   []string // every key; nil: made by key on each call
 	prefix string   // of the made keys
@@ -164,22 +125,14 @@ type keySpace struct {
 }
 
 // oneKey is the key space of one key, "hlbench:<runID>:<name>".
-func oneKey(name string) keySpace {
-	return keySpace{list: []string{keyPrefix() + name}, n: 1}
-}
+func oneKey(name string) keySpace { return keySpace{list: []string{keyPrefix() + name}, n: 1} }
 
 // listedKeys is the key space of n keys of a kind, held in memory.
-func listedKeys(kind string, n int) keySpace {
-	return keySpace{list: keyList(kind, n), n: n}
-}
+func listedKeys(kind string, n int) keySpace { return keySpace{list: keyList(kind, n), n: n} }
 
-// madeKeys is the key space of n keys of a kind, each made when asked
-// for.
-func madeKeys(kind string, n int) keySpace {
-	return keySpace{prefix: keyPrefix() + kind, n: n}
-}
+// madeKeys is the key space of n keys of a kind, each made when asked for.
+func madeKeys(kind string, n int) keySpace { return keySpace{prefix: keyPrefix() + kind, n: n} }
 
-// len is the number of keys.
 func (ks keySpace) len() int { return ks.n }
 
 // key returns the i-th key, i in [0, len()).
@@ -191,8 +144,7 @@ func (ks keySpace) key(i int) string {
 	return string(strconv.AppendInt(append(buf[:0], ks.prefix...), int64(i), 10))
 }
 
-// keyLists caches listed key spaces by kind and size: building a million
-// keys takes a while, and every run of a process uses the same ones.
+// keyLists caches listed key spaces by kind and size for the process.
 var keyLists = struct {
 	mu sync.Mutex
 	m  map[string][]string
@@ -206,17 +158,15 @@ func keyList(kind string, n int) []string {
 	if ks, ok := keyLists.m[id]; ok {
 		return ks
 	}
-	prefix := keyPrefix() + kind
 	keys := make([]string, n)
 	for i := range keys {
-		keys[i] = prefix + strconv.Itoa(i)
+		keys[i] = keyPrefix() + kind + strconv.Itoa(i)
 	}
 	keyLists.m[id] = keys
 	return keys
 }
 
-// picker draws key indexes for one goroutine. It is not safe for
-// concurrent use.
+// picker draws key indexes for one goroutine; not safe for concurrent use.
 type picker struct {
 	n    int
 	rng  *rand.Rand
@@ -237,7 +187,6 @@ func (p *picker) next() int {
 		return 0
 	case p.zipf != nil:
 		return int(p.zipf.Uint64())
-	default:
-		return p.rng.IntN(p.n)
 	}
+	return p.rng.IntN(p.n)
 }
