@@ -25,14 +25,12 @@ import (
 	"github.com/hybridlimit/hybridlimit/shard"
 )
 
-// faultChart is the file -fault writes in -out.
-const faultChart = "fault-timeline.svg"
+const (
+	faultChart = "fault-timeline.svg" // the file -fault writes in -out
+	numHotKeys = 6                    // enough that every node likely owns one
+)
 
-// numHotKeys is the number of hot keys of the fault run's mix: enough
-// that every node likely owns one.
-const numHotKeys = 6
-
-// hotKeys are the hot keys of the fault run.
+// hotKeys are the fault run's hot keys.
 func hotKeys() []string {
 	keys := make([]string, numHotKeys)
 	for i := range keys {
@@ -46,15 +44,11 @@ func failureMode(src hybrid.Source) bool {
 	return src == hybrid.SourceFallback || src == hybrid.SourceFailOpen || src == hybrid.SourceFailClosed
 }
 
-// runFault drives a mix of hot keys (half the goroutines) and Zipf keys
-// (the other half) through -instances Limiters for -duration; at a third
-// of it, it injects -fault into the node that owns the most hot keys
-// (pause, slow and flap end at two thirds). It prints the timeline, a
-// summary, and writes the chart.
+// runFault runs the fault timeline of doc.go: it prints the timeline and
+// the summary, and writes the chart.
 func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	s := e.s
-	// go-redis logs every refused dial to the faulted node on stderr; the
-	// timeline says it better.
+	// Not a line on stderr per refused dial to the faulted node.
 	logging.Disable()
 	defer logging.Enable()
 	e.prog = newProgress(e.stderr, s.quiet, s.duration)
@@ -125,19 +119,17 @@ type faultLoad struct {
 	rows    []rowCounts // by row, under mu
 }
 
-// victim is the faulted node: its index and name among the nodes it is
-// chosen from (hybrid's nodes, or on a cluster its masters), the index
-// of the node that owns a key, and which of the run's keys are its own.
+// victim is the faulted node, among hybrid's nodes or the cluster's masters.
 type victim struct {
 	i         int
 	name      string
-	owner     func(key string) int
-	hot, zipf []bool   // by key index: the victim's
-	owned     []string // its hot keys, without the prefix
+	owner     func(key string) int // the index of the node that owns key
+	hot, zipf []bool               // by key index: the victim's
+	owned     []string             // its hot keys, without the prefix
 }
 
-// newFaultLoad chooses the victim, starts the Limiters (through the proxy
-// to it, for slow and flap) and the redis_rate probe.
+// newFaultLoad chooses the victim, starts the Limiters (through the proxy,
+// for slow and flap) and the redis_rate probe.
 func newFaultLoad(ctx context.Context, e *env) (_ *faultLoad, err error) {
 	s := e.s
 	n := int((s.duration + s.interval - 1) / s.interval)
@@ -204,9 +196,8 @@ func (r *faultLoad) close() error {
 	return err
 }
 
-// chooseVictim picks the node that owns the most hot keys, from the ring
-// the Limiters will build (or the cluster's slots), before they are
-// built, so that their clients for it can dial the proxy from the start.
+// chooseVictim picks the node owning the most hot keys before the Limiters
+// exist, so that their clients for it dial the proxy from the start.
 func chooseVictim(ctx context.Context, e *env, hot []string, zipf workload) (v victim, err error) {
 	var names []string
 	if e.s.cluster {
@@ -261,26 +252,18 @@ func (c *counts) add(o counts) {
 }
 
 // failed is the decisions answered by the failure mode.
-func (c *counts) failed() (n int64) {
-	for src, k := range c.sources {
-		if failureMode(hybrid.Source(src)) {
-			n += k
-		}
-	}
-	return n
+func (c *counts) failed() int64 {
+	return c.sources[hybrid.SourceFallback] + c.sources[hybrid.SourceFailOpen] + c.sources[hybrid.SourceFailClosed]
 }
 
-// rowCounts is what was counted in one row of the timeline, by one
-// goroutine or by all.
+// rowCounts is what one goroutine, or all, counted in one row.
 type rowCounts struct {
-	all, victim counts // every decision; those for the victim's keys
-	// Latencies of every 8th decision (latAll), and of the answers from
-	// Redis for the victim's keys and for the others' (every timed call).
-	lat [3]*hdrhistogram.Histogram
-	rec recovery // failover only
+	all, victim counts                     // every decision; those for the victim's keys
+	lat         [3]*hdrhistogram.Histogram // by latAll, latVictim, latOthers
+	rec         recovery                   // failover only
 }
 
-// The histograms of rowCounts.lat.
+// rowCounts.lat: every 8th decision; the Redis answers for the victim's keys; for the others'.
 const (
 	latAll = iota
 	latVictim
@@ -291,7 +274,6 @@ func newRowCounts() rowCounts {
 	return rowCounts{lat: [3]*hdrhistogram.Histogram{newHist(), newHist(), newHist()}, rec: recovery{-1, -1}}
 }
 
-// add adds what c counted to r.
 func (r *rowCounts) add(c *rowCounts) {
 	r.all.add(c.all)
 	r.victim.add(c.victim)
@@ -309,11 +291,8 @@ func (r *rowCounts) reset() {
 	*r = rowCounts{lat: r.lat, rec: recovery{-1, -1}}
 }
 
-// load is goroutine g's share of the load until stop closes: the hot
-// keys in turn (even g) or Zipf keys (odd g), over the instances in
-// turn, at most maxDecisions over all goroutines. It counts into its own
-// rowCounts and adds them to the row's when the row changes and when it
-// stops.
+// load is goroutine g's load until stop closes, at most maxDecisions over
+// all: the hot keys in turn (even g) or Zipf keys (odd g).
 func (r *faultLoad) load(ctx context.Context, stop <-chan struct{}, g int, in *injector) {
 	var p *picker
 	if g%2 == 1 {
@@ -346,9 +325,7 @@ func (r *faultLoad) load(ctx context.Context, stop <-chan struct{}, g int, in *i
 			flush()
 			row = now
 		}
-		// One call in 8 is timed for p99, and on the Zipf side every call,
-		// so that the latency of the answers from Redis, a few in a
-		// thousand, is read from enough of them.
+		// Zipf calls are all timed: few are answered by Redis.
 		sampled := i%8 == 0
 		var t0 time.Time
 		if sampled || p != nil {
@@ -356,15 +333,14 @@ func (r *faultLoad) load(ctx context.Context, stop <-chan struct{}, g int, in *i
 		}
 		res, err := r.h.lims[(g+i)%len(r.h.lims)].AllowN(ctx, key, 1, ls...)
 		if !t0.IsZero() {
-			d := time.Since(t0)
+			d, h := time.Since(t0), c.lat[latOthers]
+			if mine {
+				h = c.lat[latVictim]
+			}
 			if sampled {
 				record(c.lat[latAll], d)
 			}
 			if err == nil && res.Source == hybrid.SourceRemote {
-				h := c.lat[latOthers]
-				if mine {
-					h = c.lat[latVictim]
-				}
 				record(h, d)
 			}
 		}
@@ -378,11 +354,8 @@ func (r *faultLoad) load(ctx context.Context, stop <-chan struct{}, g int, in *i
 	}
 }
 
-// sampleBreakers keeps the clock of the rows until loaded closes: it sets
-// the row the goroutines count in and samples the victim's breakers every
-// sampleEvery and at each new row, into the timeline's rows, what changed
-// since the last sample in that sample's row. It returns the samples and
-// how long the load ran.
+// sampleBreakers sets the row the goroutines count in, and samples the
+// victim's breakers every sampleEvery and at each row, until loaded closes.
 func (r *faultLoad) sampleBreakers(loaded <-chan struct{}, w *breakerWatch) ([]sample, time.Duration) {
 	var samples []sample
 	var lastAt time.Duration
@@ -453,16 +426,13 @@ func (r *faultLoad) summary(samples []sample, elapsed time.Duration, in *injecto
 	hit, healed := time.Duration(in.hit.Load()), time.Duration(in.healed.Load())
 	switch {
 	case s.fault == faultFailover:
-		// The dead master's breaker has no keys left to close it: the
-		// recovery is the keys' answers, timed from the kill.
+		// No keys are left to close the dead master's breaker.
 		sum.RecoveredMs = nil
 		events = failoverTimes(&sum, events, total.rec, r.probe, hit, healed)
 	case movesSlots(s.fault):
 		moveFigures(&sum, r.probe, hit, healed, elapsed)
 	}
-
-	// The fault's rows: from the one it was injected in to the one before
-	// the node's return (to the end for kill).
+	// The fault's rows: from its injection to before the node's return.
 	from, to := len(r.rows), len(r.rows)
 	if faultTime >= 0 {
 		from = min(int(faultTime/s.interval), len(r.rows)-1)
@@ -522,11 +492,9 @@ type sample struct {
 	degraded int
 }
 
-// breakerTimes reads the samples: how long after the fault (at faultAt;
-// negative when it was not injected) every instance had the node's
-// breaker open or half-open, and how long after the node came back (at
-// backAt seconds, nil for kill) no instance had any more, for good.
-// Either is nil when it did not happen within the run.
+// breakerTimes returns, in ms, how long after faultAt (< 0: none) every
+// instance had the breaker not closed, and after backAt (s; nil: never)
+// none had, for good; nil when it did not happen within the run.
 func breakerTimes(samples []sample, faultAt time.Duration, backAt *float64, instances int) (degraded, recovered *float64) {
 	if faultAt < 0 {
 		return nil, nil
@@ -557,14 +525,10 @@ func breakerTimes(samples []sample, faultAt time.Duration, backAt *float64, inst
 	return degraded, recovered
 }
 
-// breakerWatch follows the victim's breaker in every instance from one
-// sample to the next: openings (exact, NodeStats.Opened), closings (seen:
-// an instance's breaker not closed at one sample and closed at the next;
-// one that closes and opens again between two samples is not seen
-// closing), and the failure mode's answers by Reason. With shard set (a
-// master of a cluster node) the breaker is that master's
-// (NodeStats.Shards; closed while no key has reached it), the Reasons the
-// whole node's.
+// breakerWatch follows the victim's breaker in every instance: openings
+// (exact), closings (only those seen between samples) and the failure
+// mode's answers by Reason. With shard set (a cluster master) the breaker
+// is that master's, the Reasons the whole node's.
 type breakerWatch struct {
 	h           *hybridSystem
 	name, shard string
@@ -587,8 +551,7 @@ func newBreakerWatch(h *hybridSystem, name, shard string) *breakerWatch {
 	return w
 }
 
-// sample reads the breakers now and returns what changed since the last
-// sample.
+// sample returns what changed since the last sample.
 func (w *breakerWatch) sample() watchStep {
 	var step watchStep
 	opened, undecided := int64(0), map[hybrid.Reason]int64{}
@@ -626,8 +589,7 @@ func (w *breakerWatch) sample() watchStep {
 	return step
 }
 
-// ringOwners returns hybrid's node names and the index of the node each
-// key is placed on, from a ring built as hybrid builds its own.
+// ringOwners returns hybrid's node names and the index of a key's node.
 func ringOwners(cl *cluster) ([]string, func(string) int, error) {
 	ring, err := shard.New(shard.Config{}, cl.names...)
 	if err != nil {
@@ -639,13 +601,9 @@ func ringOwners(cl *cluster) ([]string, func(string) int, error) {
 	}, nil
 }
 
-// locateHotKeys finds the node of each hot key: it sends one request per
-// key through the first instance, before any other traffic, and sees
-// whose Stats().Nodes[].Calls moved. (The Redis keys cannot tell: a
-// bucket of 1e9/s refills, and expires, within a millisecond.) It returns,
-// per key, the index of its node in cl.names, -1 where no node's calls
-// moved. A cancelled ctx is an interruption, not a key of no node's: hybrid
-// answers it from the failure mode, which moves no node's calls.
+// locateHotKeys returns each hot key's node index in cl.names (-1: none)
+// by whose Stats().Nodes[].Calls one request moved. (A 1e9/s bucket
+// expires too fast for its Redis key to tell.)
 func locateHotKeys(ctx context.Context, cl *cluster, h *hybridSystem, hot []string, limits []hybrid.Limit) ([]int, error) {
 	lim := h.lims[0]
 	calls := func() map[string]int64 {
@@ -670,8 +628,7 @@ func locateHotKeys(ctx context.Context, cl *cluster, h *hybridSystem, hot []stri
 	return owners, nil
 }
 
-// faultMarks are the chart's markers of the events that are not quiet:
-// red, green from the node's return.
+// faultMarks marks the events that are not quiet: red, green for back.
 func faultMarks(events []event) []marker {
 	var marks []marker
 	for _, ev := range events {
@@ -686,8 +643,7 @@ func faultMarks(events []event) []marker {
 	return marks
 }
 
-// printFault writes the timeline and the summary: a table, or one JSON
-// object per row and one for the summary.
+// printFault writes the timeline and the summary as a table or JSON lines.
 func printFault(w io.Writer, asJSON bool, timeline []second, sum faultSummary) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
@@ -797,12 +753,9 @@ func perSec(n int64, t second) float64 {
 	return float64(n) * t.DecisionsPerSec / float64(t.Decisions)
 }
 
-// faultPlots draws decisions/s by Source over time and p99 over time (of
-// every decision, and of the victim's answers from Redis), with the
-// fault marked.
+// faultPlots draws decisions/s by Source and p99 over time, the fault marked.
 func faultPlots(timeline []second, sum faultSummary, marks []marker) []*plot.Plot {
-	// The y labels stay short: gonum centres a log axis's label at the
-	// linear middle of its range, near the top, and pads the plot for it.
+	// Short y labels: gonum pads the plot for a log axis's label.
 	rate := newPlot(fmt.Sprintf("decisions/s by Source, -fault %s of %s; errors returned to callers: %d\n(log scale; 0 drawn at 1)", sum.Fault, sum.Node, sum.Errors),
 		"time (s)", "decisions/s")
 	lat := newPlot("p99 decision latency (log scale; 0 drawn at 0.01 µs)", "time (s)", "p99 (µs)")
@@ -831,8 +784,7 @@ func faultPlots(timeline []second, sum faultSummary, marks []marker) []*plot.Plo
 	}
 	headroom(rate, entries)
 	headroom(lat, latEntries)
-	// The time axis spans the whole run even where a row is empty.
-	end := 0.0
+	end := 0.0 // the whole run, empty rows too
 	if n := len(timeline); n > 0 {
 		end = timeline[n-1].T + timeline[n-1].Interval
 	}
