@@ -41,11 +41,8 @@ const reportRows = 12
 // s.reportArgs ("name=value") and parses every section's command now, so
 // that a bad one is a usage error before anything runs.
 func reportSettings(s settings, fs *flag.FlagSet, set map[string]bool) (settings, error) {
-	bad := func(format string, a ...any) (settings, error) {
-		return s, fmt.Errorf("%w: "+format, append([]any{errUsage}, a...)...)
-	}
 	if s.report == "" {
-		return bad("-report: empty file name")
+		return s, fmt.Errorf("%w: -report: empty file name", errUsage)
 	}
 	var refused []string
 	fs.Visit(func(f *flag.Flag) {
@@ -58,16 +55,14 @@ func reportSettings(s settings, fs *flag.FlagSet, set map[string]bool) (settings
 		}
 	})
 	if len(refused) > 0 {
-		return bad("-%s with -report: %s", refused[0], cmp.Or(reportRefused[refused[0]], reportRefused[""]))
+		return s, fmt.Errorf("%w: -%s with -report: %s", errUsage, refused[0], cmp.Or(reportRefused[refused[0]], reportRefused[""]))
 	}
 	if set["duration"] && !set["interval"] {
 		iv := max((s.duration / reportRows).Round(time.Millisecond), minInterval)
 		s.reportArgs = append(s.reportArgs, "interval="+iv.String())
 	}
-	if _, _, err := reportPlan(s.reportArgs); err != nil {
-		return s, err
-	}
-	return s, nil
+	_, _, err := reportPlan(s.reportArgs)
+	return s, err
 }
 
 // section is one part of the report: a mode's command and what it printed.
@@ -107,9 +102,11 @@ func reportPlan(passed []string) (secs []section, notes []string, err error) {
 		}
 		return out
 	}
-	fault := func(kind string, own ...string) section {
-		name := strings.TrimSuffix(faultChart, ".svg") + "-" + kind + ".svg"
-		return section{title: "Fault timeline: " + kind, args: args(modeFault, append([]string{"-fault", kind}, own...)...), chart: faultChart, name: name}
+	faults := func(kinds []string, own ...string) {
+		for _, kind := range kinds {
+			name := strings.TrimSuffix(faultChart, ".svg") + "-" + kind + ".svg"
+			secs = append(secs, section{title: "Fault timeline: " + kind, args: args(modeFault, append([]string{"-fault", kind}, own...)...), chart: faultChart, name: name})
+		}
 	}
 	secs = []section{
 		{title: "Comparison", args: args(modeCompare)},
@@ -122,25 +119,19 @@ func reportPlan(passed []string) (secs []section, notes []string, err error) {
 	case passedFlag(passed, "nodes"):
 		notes = append(notes, "No fault timeline: bench injects faults only into nodes it starts, and -nodes names existing ones.")
 	case passedFlag(passed, "cluster"):
-		for _, kind := range clusterFaults {
-			secs = append(secs, fault(kind))
-		}
+		faults(clusterFaults)
 		notes = append(notes, "Of the fault timelines only the cluster's (failover, reshard, scale-out): on a cluster the others are not built; without -cluster the report runs them on 3 independent nodes.")
 	default:
-		for _, kind := range faultKinds {
-			secs = append(secs, fault(kind))
-		}
+		faults(faultKinds)
 		_, noCLI := redistest.CLI()
 		switch {
 		case forceMiniredis() || !redistest.Available():
 			notes = append(notes, "No cluster timelines (failover, reshard, scale-out): they need an embedded Redis Cluster of redis-server processes, and the nodes here are miniredis.")
 		case noCLI != nil:
-			secs = append(secs, fault(faultFailover, "-cluster"))
+			faults([]string{faultFailover}, "-cluster")
 			notes = append(notes, "No reshard or scale-out timeline: they run redis-cli --cluster, which is not installed (apt-get install redis-tools).")
 		default:
-			for _, kind := range clusterFaults {
-				secs = append(secs, fault(kind, "-cluster"))
-			}
+			faults(clusterFaults, "-cluster")
 		}
 	}
 	for i := range secs {
@@ -179,6 +170,7 @@ func runReport(ctx context.Context, s settings, args []string, stdout, stderr io
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(tmp)) }()
 
+	var wrote []string // the charts, then the report: in place only with its charts
 	h := reportHeader{command: commandLine(args), start: time.Now(), loadBefore: loadAverage(),
 		machine: readMachine(), commit: sourceCommit(ctx), given: passedFlag(s.reportArgs, "nodes")}
 	for i := range secs {
@@ -204,6 +196,7 @@ func runReport(ctx context.Context, s settings, args []string, stdout, stderr io
 			if err := os.Rename(filepath.Join(tmp, sec.chart), filepath.Join(tmp, sec.name)); err != nil {
 				return fmt.Errorf("bench: -report: %w", err)
 			}
+			wrote = append(wrote, sec.name)
 		}
 	}
 	h.took, h.loadAfter = time.Since(h.start), loadAverage()
@@ -214,13 +207,7 @@ func runReport(ctx context.Context, s settings, args []string, stdout, stderr io
 	if err := os.WriteFile(filepath.Join(tmp, base), b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("bench: -report: %w", err)
 	}
-	var wrote []string
-	for _, sec := range secs {
-		if sec.name != "" {
-			wrote = append(wrote, sec.name)
-		}
-	}
-	wrote = append(wrote, base) // last: a report is in place only with its charts
+	wrote = append(wrote, base)
 	for _, f := range wrote {
 		if err := os.Rename(filepath.Join(tmp, f), filepath.Join(dir, f)); err != nil {
 			return fmt.Errorf("bench: -report: %w", err)
