@@ -198,7 +198,6 @@ func failoverTimes(sum *faultSummary, events []event, rec recovery, p *rateProbe
 	return events
 }
 
-// printFailover writes the failover's figures after the timeline.
 func printFailover(w io.Writer, sum faultSummary) {
 	since := func(v *float64, what string) string {
 		if v == nil {

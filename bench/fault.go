@@ -30,7 +30,6 @@ const (
 	numHotKeys = 6                    // enough that every node likely owns one
 )
 
-// hotKeys are the fault run's hot keys.
 func hotKeys() []string {
 	keys := make([]string, numHotKeys)
 	for i := range keys {
@@ -62,11 +61,11 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	}
 	defer func() { err = errors.Join(err, r.close()) }()
 	e.prog.describe("-fault " + s.fault + " " + r.v.name)
-	node, master := r.v.name, ""
+	watch := &breakerWatch{h: r.h, name: r.v.name}
 	if s.cluster {
-		node, master = e.cl.names[0], r.v.name
+		watch.name, watch.shard = e.cl.names[0], r.v.name
 	}
-	watch := newBreakerWatch(r.h, node, master)
+	watch.sample(&second{VictimReasons: map[string]int64{}})
 
 	runCtx, cancel := context.WithTimeout(ctx, s.duration)
 	defer cancel()
@@ -75,7 +74,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 		faultAt: s.duration / 3, backAt: 2 * s.duration / 3}
 	var wg sync.WaitGroup
 	for g := range s.concurrency {
-		wg.Go(func() { r.load(ctx, runCtx.Done(), g, in) })
+		wg.Go(func() { r.load(ctx, runCtx, g, in) })
 	}
 	loaded := make(chan struct{})
 	go func() { wg.Wait(); close(loaded) }()
@@ -145,19 +144,14 @@ func newFaultLoad(ctx context.Context, e *env) (_ *faultLoad, err error) {
 			err = errors.Join(err, r.close())
 		}
 	}()
-	if movesSlots(s.fault) {
-		if err := checkMove(e.cl, s.fault); err != nil {
-			return nil, err
-		}
-		if err := e.cl.rc.Fill(ctx, fillKeys, fillBytes); err != nil {
-			return nil, err
-		}
+	if err := prepareMove(ctx, e.cl, s.fault); err != nil {
+		return nil, err
 	}
 	if r.v, err = chooseVictim(ctx, e, r.hot, r.zipf); err != nil {
 		return nil, err
 	}
 	var via []string
-	if viaProxy(s.fault) {
+	if s.fault == "slow" || s.fault == "flap" { // they act through a proxy
 		if r.px, err = toxitest.Start(e.cl.opts[r.v.i].Addr); err != nil {
 			return nil, fmt.Errorf("bench: proxy for %s: %w", r.v.name, err)
 		}
@@ -199,11 +193,13 @@ func (r *faultLoad) close() error {
 // chooseVictim picks the node owning the most hot keys before the Limiters
 // exist, so that their clients for it dial the proxy from the start.
 func chooseVictim(ctx context.Context, e *env, hot []string, zipf workload) (v victim, err error) {
-	var names []string
+	names := e.cl.names
 	if e.s.cluster {
 		names, v.owner, err = clusterOwners(ctx, e.cl, hot)
-	} else {
-		names, v.owner, err = ringOwners(e.cl)
+	} else if ring, rerr := shard.New(shard.Config{}, names...); rerr != nil {
+		err = fmt.Errorf("bench: ring: %w", rerr)
+	} else { // as hybrid builds its own
+		v.owner = func(key string) int { name, _ := ring.Locate(key); return slices.Index(names, name) }
 	}
 	if err != nil {
 		return v, err
@@ -213,8 +209,7 @@ func chooseVictim(ctx context.Context, e *env, hot []string, zipf workload) (v v
 		perNode[v.owner(k)]++
 	}
 	v.i = slices.Index(perNode, slices.Max(perNode))
-	v.name, v.owned = names[v.i], []string{}
-	v.hot = make([]bool, len(hot))
+	v.name, v.owned, v.hot = names[v.i], []string{}, make([]bool, len(hot))
 	for i, k := range hot {
 		if v.hot[i] = v.owner(k) == v.i; v.hot[i] {
 			v.owned = append(v.owned, strings.TrimPrefix(k, keyPrefix()))
@@ -291,9 +286,9 @@ func (r *rowCounts) reset() {
 	*r = rowCounts{lat: r.lat, rec: recovery{-1, -1}}
 }
 
-// load is goroutine g's load until stop closes, at most maxDecisions over
+// load is goroutine g's load until run ends, at most maxDecisions over
 // all: the hot keys in turn (even g) or Zipf keys (odd g).
-func (r *faultLoad) load(ctx context.Context, stop <-chan struct{}, g int, in *injector) {
+func (r *faultLoad) load(ctx, run context.Context, g int, in *injector) {
 	var p *picker
 	if g%2 == 1 {
 		p = r.zipf.picker(uint64(g) + 1)
@@ -308,12 +303,8 @@ func (r *faultLoad) load(ctx context.Context, stop <-chan struct{}, g int, in *i
 	defer flush()
 	failover := r.e.s.fault == faultFailover
 	for i := range max(1, maxDecisions/r.e.s.concurrency) {
-		if i%16 == 0 {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		if i%16 == 0 && run.Err() != nil {
+			return
 		}
 		k := (g/2 + i) % len(r.hot)
 		key, ls, mine := r.hot[k], r.hotLimits, r.v.hot[k]
@@ -361,14 +352,9 @@ func (r *faultLoad) sampleBreakers(loaded <-chan struct{}, w *breakerWatch) ([]s
 	var lastAt time.Duration
 	var lastRow int64
 	note := func(at time.Duration, row int64) {
-		st, t := w.sample(), &r.seconds[lastRow]
-		r.seconds[row].Degraded = max(r.seconds[row].Degraded, st.degraded)
-		t.Opened += st.opened
-		t.Closed += st.closed
-		for why, n := range st.reasons {
-			t.VictimReasons[why] += n
-		}
-		samples = append(samples, sample{at: at, degraded: st.degraded})
+		n := w.sample(&r.seconds[lastRow])
+		r.seconds[row].Degraded = max(r.seconds[row].Degraded, n)
+		samples = append(samples, sample{at: at, degraded: n})
 		lastAt = at
 	}
 	tick := time.NewTicker(min(r.e.s.interval/10, sampleEvery))
@@ -485,8 +471,7 @@ func msPtr(d time.Duration) *float64 {
 	return &v
 }
 
-// sample is how many instances had the faulted node's breaker not closed
-// at a time since the start.
+// sample is how many instances had the breaker not closed, at a time since the start.
 type sample struct {
 	at       time.Duration
 	degraded int
@@ -499,11 +484,8 @@ func breakerTimes(samples []sample, faultAt time.Duration, backAt *float64, inst
 	if faultAt < 0 {
 		return nil, nil
 	}
-	for _, s := range samples {
-		if s.at >= faultAt && s.degraded >= instances {
-			degraded = msPtr(s.at - faultAt)
-			break
-		}
+	if i := slices.IndexFunc(samples, func(s sample) bool { return s.at >= faultAt && s.degraded >= instances }); i >= 0 {
+		degraded = msPtr(samples[i].at - faultAt)
 	}
 	if backAt == nil {
 		return degraded, nil
@@ -538,22 +520,9 @@ type breakerWatch struct {
 	degraded  []bool
 }
 
-// watchStep is what changed from one sample of breakerWatch to the next.
-type watchStep struct {
-	degraded       int // instances with the breaker not closed now
-	opened, closed int64
-	reasons        map[string]int64 // by hybrid.Reason name
-}
-
-func newBreakerWatch(h *hybridSystem, name, shard string) *breakerWatch {
-	w := &breakerWatch{h: h, name: name, shard: shard}
-	w.sample()
-	return w
-}
-
-// sample returns what changed since the last sample.
-func (w *breakerWatch) sample() watchStep {
-	var step watchStep
+// sample adds to t what changed since the last sample and returns how
+// many instances have the breaker not closed now.
+func (w *breakerWatch) sample(t *second) (n int) {
 	opened, undecided := int64(0), map[hybrid.Reason]int64{}
 	nds := w.h.nodeStats(w.name)
 	if w.degraded == nil {
@@ -570,35 +539,23 @@ func (w *breakerWatch) sample() watchStep {
 			}
 		}
 		if degraded {
-			step.degraded++
+			n++
 		} else if w.degraded[i] {
-			step.closed++
+			t.Closed++
 		}
 		opened, w.degraded[i] = opened+o, degraded
 		for why, n := range nd.Undecided {
 			undecided[why] += n
 		}
 	}
-	step.opened, step.reasons = opened-w.opened, map[string]int64{}
-	for why, n := range undecided {
-		if d := n - w.undecided[why]; d > 0 {
-			step.reasons[why.String()] = d
+	t.Opened += opened - w.opened
+	for why, k := range undecided {
+		if d := k - w.undecided[why]; d > 0 {
+			t.VictimReasons[why.String()] += d
 		}
 	}
 	w.opened, w.undecided = opened, undecided
-	return step
-}
-
-// ringOwners returns hybrid's node names and the index of a key's node.
-func ringOwners(cl *cluster) ([]string, func(string) int, error) {
-	ring, err := shard.New(shard.Config{}, cl.names...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("bench: ring: %w", err)
-	}
-	return cl.names, func(key string) int {
-		name, _ := ring.Locate(key)
-		return slices.Index(cl.names, name)
-	}, nil
+	return n
 }
 
 // locateHotKeys returns each hot key's node index in cl.names (-1: none)
@@ -759,8 +716,6 @@ func faultPlots(timeline []second, sum faultSummary, marks []marker) []*plot.Plo
 	rate := newPlot(fmt.Sprintf("decisions/s by Source, -fault %s of %s; errors returned to callers: %d\n(log scale; 0 drawn at 1)", sum.Fault, sum.Node, sum.Errors),
 		"time (s)", "decisions/s")
 	lat := newPlot("p99 decision latency (log scale; 0 drawn at 0.01 µs)", "time (s)", "p99 (µs)")
-	useLogY(rate)
-	useLogY(lat)
 	over := func(y func(second) float64) plotter.XYs {
 		xys := plotter.XYs{}
 		for _, t := range timeline {
@@ -768,27 +723,26 @@ func faultPlots(timeline []second, sum faultSummary, marks []marker) []*plot.Plo
 		}
 		return xys
 	}
+	entries := []int{1, 1} // of rate's legend, and lat's
 	_ = addLine(rate, "all", 0, true, over(func(t second) float64 { return positive(t.DecisionsPerSec) }))
-	entries := 1
 	for i, src := range sourceNames() {
 		if sum.Sources[src] > 0 {
 			_ = addLine(rate, src, i+1, false, over(func(t second) float64 { return positive(perSec(t.Sources[src], t)) }))
-			entries++
+			entries[0]++
 		}
 	}
 	_ = addLine(lat, "p99", 0, false, over(func(t second) float64 { return atLeast(t.P99us, 0.01) }))
-	latEntries := 1
 	if slices.ContainsFunc(timeline, func(t second) bool { return t.VictimP99us > 0 }) {
 		_ = addLine(lat, "p99 of the victim's Redis answers", 1, false, over(func(t second) float64 { return atLeast(t.VictimP99us, 0.01) }))
-		latEntries++
+		entries[1]++
 	}
-	headroom(rate, entries)
-	headroom(lat, latEntries)
 	end := 0.0 // the whole run, empty rows too
 	if n := len(timeline); n > 0 {
 		end = timeline[n-1].T + timeline[n-1].Interval
 	}
-	for _, p := range []*plot.Plot{rate, lat} {
+	for i, p := range []*plot.Plot{rate, lat} {
+		useLogY(p)
+		headroom(p, entries[i])
 		for _, m := range marks {
 			p.Add(m) // labelled at its top, a marker needs no legend entry
 		}

@@ -23,9 +23,6 @@ const (
 	faultSeed = 10 // the flap schedule's; toxiproxy draws slow's jitter itself
 )
 
-// viaProxy reports whether the fault acts through the proxy to the victim.
-func viaProxy(fault string) bool { return fault == "slow" || fault == "flap" }
-
 // slowDelay is the mean delay -fault slow adds to each reply.
 func slowDelay() time.Duration {
 	return time.Duration(slowFraction * float64(hybrid.DefaultTimeout))

@@ -58,15 +58,19 @@ func (in *injector) move(ctx context.Context) error {
 	return nil
 }
 
-// checkMove says what a slot move needs that is missing.
-func checkMove(cl *cluster, fault string) error {
+// prepareMove, for a slot move, says what it needs that is missing, or
+// fills the cluster.
+func prepareMove(ctx context.Context, cl *cluster, fault string) error {
+	if !movesSlots(fault) {
+		return nil
+	}
 	if cl.rc == nil {
 		return fmt.Errorf("bench: -fault %s moves slots of the embedded Redis Cluster of redis-server processes, and there is none here", fault)
 	}
 	if _, err := redistest.CLI(); err != nil {
 		return fmt.Errorf("bench: -fault %s runs redis-cli --cluster (apt-get install redis-tools): %w", fault, err)
 	}
-	return nil
+	return cl.rc.Fill(ctx, fillKeys, fillBytes)
 }
 
 // duringMove is the probe's caller g: it counts the calls it starts while
@@ -120,7 +124,6 @@ func moveFigures(sum *faultSummary, p *rateProbe, from, to, elapsed time.Duratio
 	}
 }
 
-// printMove writes a slot move's figures after the timeline.
 func printMove(w io.Writer, sum faultSummary) {
 	if sum.MoveSeconds == nil {
 		fmt.Fprintln(w, "the slots were still moving when the run ended")
