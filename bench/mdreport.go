@@ -259,9 +259,8 @@ the systems within a table, not across reports.
 		fmt.Fprintf(w, "- %s\n", n)
 	}
 	for _, sec := range secs {
-		fmt.Fprintf(w, "\n## %s\n\n", sec.title)
-		fmt.Fprintf(w, "Alone: `%s`. Here it took %v; load average %s at its start.\n",
-			sec.command(), roundTook(sec.took), sec.load)
+		fmt.Fprintf(w, "\n## %s\n\nAlone: `%s`. Here it took %v; load average %s at its start.\n",
+			sec.title, sec.command(), roundTook(sec.took), sec.load)
 		for _, p := range sec.parts {
 			if p.table {
 				fmt.Fprintf(w, "\n%s", p.text)
@@ -325,10 +324,9 @@ func redactList(v string) string {
 
 // shellQuote quotes a for a POSIX shell unless it is all ASCII letters, digits and -_./:=@%+,.
 func shellQuote(a string) string {
-	plain := a != "" && !strings.ContainsFunc(a, func(r rune) bool {
+	if a != "" && !strings.ContainsFunc(a, func(r rune) bool {
 		return !(r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("-_./:=@%+,", r)))
-	})
-	if plain {
+	}) {
 		return a
 	}
 	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
