@@ -247,8 +247,13 @@ func (c *counts) add(o counts) {
 }
 
 // failed is the decisions answered by the failure mode.
-func (c *counts) failed() int64 {
-	return c.sources[hybrid.SourceFallback] + c.sources[hybrid.SourceFailOpen] + c.sources[hybrid.SourceFailClosed]
+func (c *counts) failed() (n int64) {
+	for src, k := range c.sources {
+		if failureMode(hybrid.Source(src)) {
+			n += k
+		}
+	}
+	return n
 }
 
 // rowCounts is what one goroutine, or all, counted in one row.
