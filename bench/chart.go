@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"image/color"
@@ -23,8 +24,7 @@ const (
 	panelHeight = 12 * vg.Centimeter
 )
 
-// writeChart writes plots to path as SVG and says so: on stderr when stdout
-// carries JSON lines, else after the table on stdout.
+// writeChart writes plots to path and says so, on stderr under -json.
 func (e *env) writeChart(path string, stdout io.Writer, asJSON bool, plots ...*plot.Plot) error {
 	if err := writeSVG(path, plots...); err != nil {
 		return err
@@ -37,12 +37,9 @@ func (e *env) writeChart(path string, stdout io.Writer, asJSON bool, plots ...*p
 	return nil
 }
 
-// writeSVG draws the plots one above the other, aligned, into one SVG
-// file at path.
+// writeSVG draws the plots one above the other, aligned, into path.
 func writeSVG(path string, plots ...*plot.Plot) (err error) {
-	defer func() {
-		// gonum panics on data it cannot draw (a log axis with a value
-		// <= 0); bench clamps its data, but a chart is not worth a crash.
+	defer func() { // gonum panics on what it cannot draw: not worth a crash
 		if r := recover(); r != nil {
 			err = fmt.Errorf("bench: drawing %s: %v", path, r)
 		}
@@ -67,30 +64,22 @@ func writeSVG(path string, plots ...*plot.Plot) (err error) {
 		return fmt.Errorf("bench: %w", err)
 	}
 	_, err = c.WriteTo(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err = cmp.Or(err, f.Close()); err != nil {
 		return errors.Join(fmt.Errorf("bench: writing %s: %w", path, err), os.Remove(path))
 	}
 	return nil
 }
 
-// newPlot returns a plot with a title, axis labels and the legend at the
-// top left.
+// newPlot returns a plot with a grid and the legend at the top left.
 func newPlot(title, x, y string) *plot.Plot {
 	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = x
-	p.Y.Label.Text = y
-	p.Legend.Top = true
-	p.Legend.Left = true
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
 	return p
 }
 
-// useLogY makes the y axis logarithmic, with ticks labelled 1, 10, 100,
-// 1k, ... Every value drawn on it must be positive (see positive).
+// useLogY makes the y axis logarithmic; every value on it must be positive.
 func useLogY(p *plot.Plot) {
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = logTicks{}
@@ -107,8 +96,7 @@ func atLeast(v, lo float64) float64 {
 	return v
 }
 
-// logTicks marks powers of ten, labelled with SI suffixes, and the
-// multiples between them unlabelled.
+// logTicks labels powers of ten (siLabel) and marks the multiples between.
 type logTicks struct{}
 
 func (logTicks) Ticks(lo, hi float64) []plot.Tick {
@@ -133,15 +121,13 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-// headroom raises the top of p's y axis so that the legend, at the top,
-// covers no data: entries legend lines of about 4% of the panel each.
-// Call it after every series is added.
+// headroom raises p's y axis so that a legend of entries lines (~4% of
+// the panel each) covers no data. Call it after adding every series.
 func headroom(p *plot.Plot, entries int) {
 	frac := min(0.6, 0.03+0.04*float64(entries))
 	lo, hi := p.Y.Min, p.Y.Max
 	if _, log := p.Y.Scale.(plot.LogScale); log && lo > 0 && hi > 0 {
-		if hi <= lo {
-			// One value: gonum would widen the range by ±1, below 0.
+		if hi <= lo { // one value: gonum would widen it by ±1, below 0
 			lo, hi = lo/10, hi*10
 		}
 		l, h := math.Log(lo), math.Log(hi)
@@ -154,8 +140,7 @@ func headroom(p *plot.Plot, entries int) {
 	p.Y.Min, p.Y.Max = lo, lo+(hi-lo)/(1-frac)
 }
 
-// stepTicks marks a linear axis every 1, 2 or 5 × 10^k units, at most 13
-// ticks, labelled.
+// stepTicks labels a linear axis every 1, 2 or 5 × 10^k, at most 13 ticks.
 type stepTicks struct{}
 
 func (stepTicks) Ticks(lo, hi float64) []plot.Tick {
@@ -176,44 +161,36 @@ func (stepTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-// siLabel formats a number with an SI suffix: 1, 10, 100, 1k, 7.5k,
-// 10k, 1.5M, ...
+// siLabel formats v with an SI suffix: 1, 100, 7.5k, 1.5M.
 func siLabel(v float64) string {
-	for _, u := range []struct {
-		f float64
-		s string
-	}{{1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
-		if v >= u.f {
-			return strconv.FormatFloat(v/u.f, 'f', -1, 64) + u.s
+	for i, suffix := range []string{"G", "M", "k"} {
+		if f := math.Pow10(9 - 3*i); v >= f {
+			return strconv.FormatFloat(v/f, 'f', -1, 64) + suffix
 		}
 	}
 	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
-// addLine adds a named line with points in the i-th colour and shape;
-// dashed lines have no points.
+// addLine adds a line in the i-th colour, with the i-th shape unless dashed.
 func addLine(p *plot.Plot, name string, i int, dashed bool, xys plotter.XYs) error {
 	l, s, err := plotter.NewLinePoints(xys)
 	if err != nil {
 		return fmt.Errorf("bench: series %s: %w", name, err)
 	}
-	l.Color = plotutil.Color(i)
-	l.Width = vg.Points(1.5)
+	l.Color, l.Width = plotutil.Color(i), vg.Points(1.5)
 	if dashed {
 		l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 		p.Add(l)
 		p.Legend.Add(name, l)
 		return nil
 	}
-	s.Color = plotutil.Color(i)
-	s.Shape = plotutil.Shape(i)
+	s.Color, s.Shape = plotutil.Color(i), plotutil.Shape(i)
 	p.Add(l, s)
 	p.Legend.Add(name, l, s)
 	return nil
 }
 
-// marker is a vertical line across a plot's data area at x, with a label
-// at its top: an event on a time axis.
+// marker is a labelled vertical line at x: an event on a time axis.
 type marker struct {
 	x     float64
 	label string
@@ -235,9 +212,7 @@ func (m marker) Plot(c draw.Canvas, p *plot.Plot) {
 	}
 	c.StrokeLine2(m.style(), x, c.Min.Y, x, c.Max.Y)
 	sty := p.X.Tick.Label
-	sty.Color = m.color
-	sty.XAlign = draw.XLeft
-	sty.YAlign = draw.YTop
+	sty.Color, sty.XAlign, sty.YAlign = m.color, draw.XLeft, draw.YTop
 	y := c.Max.Y - vg.Points(3) - vg.Length(m.row)*sty.Height(m.label)*1.2
 	c.FillText(sty, vg.Point{X: x + vg.Points(3), Y: y}, m.label)
 }

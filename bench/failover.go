@@ -19,22 +19,15 @@ import (
 	"github.com/hybridlimit/hybridlimit/remote"
 )
 
-// -fault failover kills a master of the embedded cluster (-cluster) and
-// times what follows: the replica's promotion, hybridlimit's first answer
-// from Redis for the master's keys, and redis_rate's first success on a
-// key of the master.
+// -fault failover's polls: of the replica's role, and of redis_rate.
 const (
-	// promotionPoll is how often the injector asks the replica whether it
-	// is a master yet; probePoll how often the redis_rate probe retries.
 	promotionPoll = 10 * time.Millisecond
 	probePoll     = 5 * time.Millisecond
-	// probeTimeout bounds one redis_rate call of the probe.
-	probeTimeout = 250 * time.Millisecond
+	probeTimeout  = 250 * time.Millisecond // bounds one call of either
 )
 
-// clusterOwners reads which master serves each slot of the embedded
-// cluster (CLUSTER SLOTS) and returns the masters' addresses, in the order
-// of cl.opts, and the index of the master that serves a key. It checks
+// clusterOwners returns the masters' addresses, in the order of cl.opts,
+// and the index of a key's master, from CLUSTER SLOTS; it checks
 // remote.KeySlot against CLUSTER KEYSLOT on the keys of check.
 func clusterOwners(ctx context.Context, cl *cluster, check []string) ([]string, func(string) int, error) {
 	c := newClient(cl.opts[0], 1)
@@ -77,16 +70,14 @@ func clusterOwners(ctx context.Context, cl *cluster, check []string) ([]string, 
 	return names, func(key string) int { return bySlot[remote.KeySlot(key)] }, nil
 }
 
-// recovery is what a failover run saw of the victim's keys after the
-// kill, as times since the start; -1 for none.
+// recovery is, since the start (-1: none), the victim's keys' first answer
+// from Redis to a request sent after the kill, and last failure-mode answer.
 type recovery struct {
-	firstRemote time.Duration // the first answer from Redis to a request sent after the kill
-	lastFailure time.Duration // the last answer from the failure mode
+	firstRemote, lastFailure time.Duration
 }
 
-// note counts one answer from src for a victim's key, asked at t0 (zero
-// when the call was not timed) in a run that started at start; killed is
-// when the master was killed (0: not yet).
+// note counts an answer from src asked at t0 (zero: not timed); killed is
+// when the master was killed, since start (0: not yet).
 func (rc *recovery) note(src hybrid.Source, t0, start time.Time, killed time.Duration) {
 	switch {
 	case killed == 0:
@@ -97,8 +88,7 @@ func (rc *recovery) note(src hybrid.Source, t0, start time.Time, killed time.Dur
 	}
 }
 
-// merge keeps the earlier first answer from Redis of rc's and o's, and
-// the later last failure.
+// merge keeps the earlier firstRemote and the later lastFailure.
 func (rc *recovery) merge(o recovery) {
 	if o.firstRemote >= 0 && (rc.firstRemote < 0 || o.firstRemote < rc.firstRemote) {
 		rc.firstRemote = o.firstRemote
@@ -106,12 +96,8 @@ func (rc *recovery) merge(o recovery) {
 	rc.lastFailure = max(rc.lastFailure, o.lastFailure)
 }
 
-// rateProbe is redis_rate beside hybridlimit during a cluster fault,
-// asking for keys of the victim master on a cluster client of go-redis's
-// defaults, as in the comparison: for failover, one key every probePoll
-// from the kill until its first success (back); for a slot move,
-// moveProbeKeys keys by moveProbeCallers goroutines, the calls started
-// while the slots move counted. A nil probe (other faults) does nothing.
+// rateProbe is redis_rate asking for keys of the victim master during a
+// cluster fault (doc.go). A nil probe (other faults) does nothing.
 type rateProbe struct {
 	rr     *redisRateSystem
 	keys   []string
@@ -122,15 +108,14 @@ type rateProbe struct {
 	lat         *hdrhistogram.Histogram
 	slowest     time.Duration
 	lastErr     error
-	back        time.Duration // failover: since the start, when the first call after the kill succeeded; 0: not yet
+	back        time.Duration // failover: since the start, the first success after the kill; 0: none
 }
 
 // probeLimits are the failover probe's limits, one that never denies.
 var probeLimits = []hybrid.Limit{hybrid.PerSecond(1_000_000_000)}
 
-// newRateProbe builds the probe for fault (nil for the others): keys
-// whose redis_rate keys are on the victim, the first asked once, which
-// must succeed. A slot move's probe asks with limits, the Zipf keys'.
+// newRateProbe builds the probe (nil for other faults) on keys of the
+// victim; a slot move's probe asks with limits. The first key must pass.
 func newRateProbe(ctx context.Context, e *env, owner func(string) int, victim int, limits []hybrid.Limit) (*rateProbe, error) {
 	p := &rateProbe{limits: limits, lat: newHist()}
 	n, callers := moveProbeKeys, moveProbeCallers
@@ -152,7 +137,7 @@ func newRateProbe(ctx context.Context, e *env, owner func(string) int, victim in
 	return p, nil
 }
 
-// run runs the probe until ctx ends, the fault's times read from in.
+// run runs the probe until ctx ends, or for failover the first success.
 func (p *rateProbe) run(ctx context.Context, start time.Time, in *injector) {
 	if p == nil {
 		return
@@ -165,7 +150,6 @@ func (p *rateProbe) run(ctx context.Context, start time.Time, in *injector) {
 		wg.Wait()
 		return
 	}
-	// From the kill, until a call made after it succeeds.
 	for sleep(ctx, probePoll) {
 		killed := time.Duration(in.hit.Load())
 		if killed == 0 {
@@ -189,11 +173,8 @@ func (p *rateProbe) close() error {
 	return p.rr.close()
 }
 
-// failoverTimes fills the summary's failover figures, as milliseconds
-// since the kill (at killed since the start): the promotion (the node's
-// return, at promoted), hybridlimit's first answer from Redis and its
-// last failure-mode answer for the victim's keys, redis_rate's first
-// success. It returns the events with those times added, in time order.
+// failoverTimes fills the summary's failover figures (ms since killed) and
+// returns the events with those times added, in time order.
 func failoverTimes(sum *faultSummary, events []event, rec recovery, p *rateProbe, killed, promoted time.Duration) []event {
 	if killed == 0 {
 		return events
@@ -217,7 +198,6 @@ func failoverTimes(sum *faultSummary, events []event, rec recovery, p *rateProbe
 	return events
 }
 
-// printFailover writes the failover's figures after the timeline.
 func printFailover(w io.Writer, sum faultSummary) {
 	since := func(v *float64, what string) string {
 		if v == nil {
@@ -232,8 +212,7 @@ func printFailover(w io.Writer, sum faultSummary) {
 	fmt.Fprintf(w, "; %s\n", since(sum.RedisRateMs, "redis_rate's first success on a key of the master"))
 }
 
-// failover kills the victim master and records its replica's promotion,
-// seen by polling it every promotionPoll, unless ctx ends first.
+// failover kills the victim master and records its replica's promotion.
 func (in *injector) failover(ctx context.Context) error {
 	replica := in.cl.rc.Replicas[in.victim][0].Addr()
 	if err := in.cl.rc.Masters[in.victim].Kill(); err != nil {

@@ -25,14 +25,11 @@ import (
 	"github.com/hybridlimit/hybridlimit/shard"
 )
 
-// faultChart is the file -fault writes in -out.
-const faultChart = "fault-timeline.svg"
+const (
+	faultChart = "fault-timeline.svg" // the file -fault writes in -out
+	numHotKeys = 6                    // enough that every node likely owns one
+)
 
-// numHotKeys is the number of hot keys of the fault run's mix: enough
-// that every node likely owns one.
-const numHotKeys = 6
-
-// hotKeys are the hot keys of the fault run.
 func hotKeys() []string {
 	keys := make([]string, numHotKeys)
 	for i := range keys {
@@ -46,15 +43,11 @@ func failureMode(src hybrid.Source) bool {
 	return src == hybrid.SourceFallback || src == hybrid.SourceFailOpen || src == hybrid.SourceFailClosed
 }
 
-// runFault drives a mix of hot keys (half the goroutines) and Zipf keys
-// (the other half) through -instances Limiters for -duration; at a third
-// of it, it injects -fault into the node that owns the most hot keys
-// (pause, slow and flap end at two thirds). It prints the timeline, a
-// summary, and writes the chart.
+// runFault runs the fault timeline of doc.go: it prints the timeline and
+// the summary, and writes the chart.
 func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	s := e.s
-	// go-redis logs every refused dial to the faulted node on stderr; the
-	// timeline says it better.
+	// Not a line on stderr per refused dial to the faulted node.
 	logging.Disable()
 	defer logging.Enable()
 	e.prog = newProgress(e.stderr, s.quiet, s.duration)
@@ -68,11 +61,11 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 	}
 	defer func() { err = errors.Join(err, r.close()) }()
 	e.prog.describe("-fault " + s.fault + " " + r.v.name)
-	node, master := r.v.name, ""
+	watch := &breakerWatch{h: r.h, name: r.v.name}
 	if s.cluster {
-		node, master = e.cl.names[0], r.v.name
+		watch.name, watch.shard = e.cl.names[0], r.v.name
 	}
-	watch := newBreakerWatch(r.h, node, master)
+	watch.sample(&second{VictimReasons: map[string]int64{}})
 
 	runCtx, cancel := context.WithTimeout(ctx, s.duration)
 	defer cancel()
@@ -81,7 +74,7 @@ func runFault(ctx context.Context, e *env, stdout io.Writer) (err error) {
 		faultAt: s.duration / 3, backAt: 2 * s.duration / 3}
 	var wg sync.WaitGroup
 	for g := range s.concurrency {
-		wg.Go(func() { r.load(ctx, runCtx.Done(), g, in) })
+		wg.Go(func() { r.load(ctx, runCtx, g, in) })
 	}
 	loaded := make(chan struct{})
 	go func() { wg.Wait(); close(loaded) }()
@@ -125,19 +118,17 @@ type faultLoad struct {
 	rows    []rowCounts // by row, under mu
 }
 
-// victim is the faulted node: its index and name among the nodes it is
-// chosen from (hybrid's nodes, or on a cluster its masters), the index
-// of the node that owns a key, and which of the run's keys are its own.
+// victim is the faulted node, among hybrid's nodes or the cluster's masters.
 type victim struct {
 	i         int
 	name      string
-	owner     func(key string) int
-	hot, zipf []bool   // by key index: the victim's
-	owned     []string // its hot keys, without the prefix
+	owner     func(key string) int // the index of the node that owns key
+	hot, zipf []bool               // by key index: the victim's
+	owned     []string             // its hot keys, without the prefix
 }
 
-// newFaultLoad chooses the victim, starts the Limiters (through the proxy
-// to it, for slow and flap) and the redis_rate probe.
+// newFaultLoad chooses the victim, starts the Limiters (through the proxy,
+// for slow and flap) and the redis_rate probe.
 func newFaultLoad(ctx context.Context, e *env) (_ *faultLoad, err error) {
 	s := e.s
 	n := int((s.duration + s.interval - 1) / s.interval)
@@ -153,19 +144,14 @@ func newFaultLoad(ctx context.Context, e *env) (_ *faultLoad, err error) {
 			err = errors.Join(err, r.close())
 		}
 	}()
-	if movesSlots(s.fault) {
-		if err := checkMove(e.cl, s.fault); err != nil {
-			return nil, err
-		}
-		if err := e.cl.rc.Fill(ctx, fillKeys, fillBytes); err != nil {
-			return nil, err
-		}
+	if err := prepareMove(ctx, e.cl, s.fault); err != nil {
+		return nil, err
 	}
 	if r.v, err = chooseVictim(ctx, e, r.hot, r.zipf); err != nil {
 		return nil, err
 	}
 	var via []string
-	if viaProxy(s.fault) {
+	if s.fault == "slow" || s.fault == "flap" { // they act through a proxy
 		if r.px, err = toxitest.Start(e.cl.opts[r.v.i].Addr); err != nil {
 			return nil, fmt.Errorf("bench: proxy for %s: %w", r.v.name, err)
 		}
@@ -204,15 +190,16 @@ func (r *faultLoad) close() error {
 	return err
 }
 
-// chooseVictim picks the node that owns the most hot keys, from the ring
-// the Limiters will build (or the cluster's slots), before they are
-// built, so that their clients for it can dial the proxy from the start.
+// chooseVictim picks the node owning the most hot keys before the Limiters
+// exist, so that their clients for it dial the proxy from the start.
 func chooseVictim(ctx context.Context, e *env, hot []string, zipf workload) (v victim, err error) {
-	var names []string
+	names := e.cl.names
 	if e.s.cluster {
 		names, v.owner, err = clusterOwners(ctx, e.cl, hot)
-	} else {
-		names, v.owner, err = ringOwners(e.cl)
+	} else if ring, rerr := shard.New(shard.Config{}, names...); rerr != nil {
+		err = fmt.Errorf("bench: ring: %w", rerr)
+	} else { // as hybrid builds its own
+		v.owner = func(key string) int { name, _ := ring.Locate(key); return slices.Index(names, name) }
 	}
 	if err != nil {
 		return v, err
@@ -222,8 +209,7 @@ func chooseVictim(ctx context.Context, e *env, hot []string, zipf workload) (v v
 		perNode[v.owner(k)]++
 	}
 	v.i = slices.Index(perNode, slices.Max(perNode))
-	v.name, v.owned = names[v.i], []string{}
-	v.hot = make([]bool, len(hot))
+	v.name, v.owned, v.hot = names[v.i], []string{}, make([]bool, len(hot))
 	for i, k := range hot {
 		if v.hot[i] = v.owner(k) == v.i; v.hot[i] {
 			v.owned = append(v.owned, strings.TrimPrefix(k, keyPrefix()))
@@ -270,17 +256,14 @@ func (c *counts) failed() (n int64) {
 	return n
 }
 
-// rowCounts is what was counted in one row of the timeline, by one
-// goroutine or by all.
+// rowCounts is what one goroutine, or all, counted in one row.
 type rowCounts struct {
-	all, victim counts // every decision; those for the victim's keys
-	// Latencies of every 8th decision (latAll), and of the answers from
-	// Redis for the victim's keys and for the others' (every timed call).
-	lat [3]*hdrhistogram.Histogram
-	rec recovery // failover only
+	all, victim counts                     // every decision; those for the victim's keys
+	lat         [3]*hdrhistogram.Histogram // by latAll, latVictim, latOthers
+	rec         recovery                   // failover only
 }
 
-// The histograms of rowCounts.lat.
+// rowCounts.lat: every 8th decision; the Redis answers for the victim's keys; for the others'.
 const (
 	latAll = iota
 	latVictim
@@ -291,7 +274,6 @@ func newRowCounts() rowCounts {
 	return rowCounts{lat: [3]*hdrhistogram.Histogram{newHist(), newHist(), newHist()}, rec: recovery{-1, -1}}
 }
 
-// add adds what c counted to r.
 func (r *rowCounts) add(c *rowCounts) {
 	r.all.add(c.all)
 	r.victim.add(c.victim)
@@ -309,12 +291,9 @@ func (r *rowCounts) reset() {
 	*r = rowCounts{lat: r.lat, rec: recovery{-1, -1}}
 }
 
-// load is goroutine g's share of the load until stop closes: the hot
-// keys in turn (even g) or Zipf keys (odd g), over the instances in
-// turn, at most maxDecisions over all goroutines. It counts into its own
-// rowCounts and adds them to the row's when the row changes and when it
-// stops.
-func (r *faultLoad) load(ctx context.Context, stop <-chan struct{}, g int, in *injector) {
+// load is goroutine g's load until run ends, at most maxDecisions over
+// all: the hot keys in turn (even g) or Zipf keys (odd g).
+func (r *faultLoad) load(ctx, run context.Context, g int, in *injector) {
 	var p *picker
 	if g%2 == 1 {
 		p = r.zipf.picker(uint64(g) + 1)
@@ -329,12 +308,8 @@ func (r *faultLoad) load(ctx context.Context, stop <-chan struct{}, g int, in *i
 	defer flush()
 	failover := r.e.s.fault == faultFailover
 	for i := range max(1, maxDecisions/r.e.s.concurrency) {
-		if i%16 == 0 {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		if i%16 == 0 && run.Err() != nil {
+			return
 		}
 		k := (g/2 + i) % len(r.hot)
 		key, ls, mine := r.hot[k], r.hotLimits, r.v.hot[k]
@@ -346,9 +321,7 @@ func (r *faultLoad) load(ctx context.Context, stop <-chan struct{}, g int, in *i
 			flush()
 			row = now
 		}
-		// One call in 8 is timed for p99, and on the Zipf side every call,
-		// so that the latency of the answers from Redis, a few in a
-		// thousand, is read from enough of them.
+		// Zipf calls are all timed: few are answered by Redis.
 		sampled := i%8 == 0
 		var t0 time.Time
 		if sampled || p != nil {
@@ -356,15 +329,14 @@ func (r *faultLoad) load(ctx context.Context, stop <-chan struct{}, g int, in *i
 		}
 		res, err := r.h.lims[(g+i)%len(r.h.lims)].AllowN(ctx, key, 1, ls...)
 		if !t0.IsZero() {
-			d := time.Since(t0)
+			d, h := time.Since(t0), c.lat[latOthers]
+			if mine {
+				h = c.lat[latVictim]
+			}
 			if sampled {
 				record(c.lat[latAll], d)
 			}
 			if err == nil && res.Source == hybrid.SourceRemote {
-				h := c.lat[latOthers]
-				if mine {
-					h = c.lat[latVictim]
-				}
 				record(h, d)
 			}
 		}
@@ -378,24 +350,16 @@ func (r *faultLoad) load(ctx context.Context, stop <-chan struct{}, g int, in *i
 	}
 }
 
-// sampleBreakers keeps the clock of the rows until loaded closes: it sets
-// the row the goroutines count in and samples the victim's breakers every
-// sampleEvery and at each new row, into the timeline's rows, what changed
-// since the last sample in that sample's row. It returns the samples and
-// how long the load ran.
+// sampleBreakers sets the row the goroutines count in, and samples the
+// victim's breakers every sampleEvery and at each row, until loaded closes.
 func (r *faultLoad) sampleBreakers(loaded <-chan struct{}, w *breakerWatch) ([]sample, time.Duration) {
 	var samples []sample
 	var lastAt time.Duration
 	var lastRow int64
 	note := func(at time.Duration, row int64) {
-		st, t := w.sample(), &r.seconds[lastRow]
-		r.seconds[row].Degraded = max(r.seconds[row].Degraded, st.degraded)
-		t.Opened += st.opened
-		t.Closed += st.closed
-		for why, n := range st.reasons {
-			t.VictimReasons[why] += n
-		}
-		samples = append(samples, sample{at: at, degraded: st.degraded})
+		n := w.sample(&r.seconds[lastRow])
+		r.seconds[row].Degraded = max(r.seconds[row].Degraded, n)
+		samples = append(samples, sample{at: at, degraded: n})
 		lastAt = at
 	}
 	tick := time.NewTicker(min(r.e.s.interval/10, sampleEvery))
@@ -453,16 +417,13 @@ func (r *faultLoad) summary(samples []sample, elapsed time.Duration, in *injecto
 	hit, healed := time.Duration(in.hit.Load()), time.Duration(in.healed.Load())
 	switch {
 	case s.fault == faultFailover:
-		// The dead master's breaker has no keys left to close it: the
-		// recovery is the keys' answers, timed from the kill.
+		// No keys are left to close the dead master's breaker.
 		sum.RecoveredMs = nil
 		events = failoverTimes(&sum, events, total.rec, r.probe, hit, healed)
 	case movesSlots(s.fault):
 		moveFigures(&sum, r.probe, hit, healed, elapsed)
 	}
-
-	// The fault's rows: from the one it was injected in to the one before
-	// the node's return (to the end for kill).
+	// The fault's rows: from its injection to before the node's return.
 	from, to := len(r.rows), len(r.rows)
 	if faultTime >= 0 {
 		from = min(int(faultTime/s.interval), len(r.rows)-1)
@@ -515,27 +476,21 @@ func msPtr(d time.Duration) *float64 {
 	return &v
 }
 
-// sample is how many instances had the faulted node's breaker not closed
-// at a time since the start.
+// sample is how many instances had the breaker not closed, at a time since the start.
 type sample struct {
 	at       time.Duration
 	degraded int
 }
 
-// breakerTimes reads the samples: how long after the fault (at faultAt;
-// negative when it was not injected) every instance had the node's
-// breaker open or half-open, and how long after the node came back (at
-// backAt seconds, nil for kill) no instance had any more, for good.
-// Either is nil when it did not happen within the run.
+// breakerTimes returns, in ms, how long after faultAt (< 0: none) every
+// instance had the breaker not closed, and after backAt (s; nil: never)
+// none had, for good; nil when it did not happen within the run.
 func breakerTimes(samples []sample, faultAt time.Duration, backAt *float64, instances int) (degraded, recovered *float64) {
 	if faultAt < 0 {
 		return nil, nil
 	}
-	for _, s := range samples {
-		if s.at >= faultAt && s.degraded >= instances {
-			degraded = msPtr(s.at - faultAt)
-			break
-		}
+	if i := slices.IndexFunc(samples, func(s sample) bool { return s.at >= faultAt && s.degraded >= instances }); i >= 0 {
+		degraded = msPtr(samples[i].at - faultAt)
 	}
 	if backAt == nil {
 		return degraded, nil
@@ -557,14 +512,10 @@ func breakerTimes(samples []sample, faultAt time.Duration, backAt *float64, inst
 	return degraded, recovered
 }
 
-// breakerWatch follows the victim's breaker in every instance from one
-// sample to the next: openings (exact, NodeStats.Opened), closings (seen:
-// an instance's breaker not closed at one sample and closed at the next;
-// one that closes and opens again between two samples is not seen
-// closing), and the failure mode's answers by Reason. With shard set (a
-// master of a cluster node) the breaker is that master's
-// (NodeStats.Shards; closed while no key has reached it), the Reasons the
-// whole node's.
+// breakerWatch follows the victim's breaker in every instance: openings
+// (exact), closings (only those seen between samples) and the failure
+// mode's answers by Reason. With shard set (a cluster master) the breaker
+// is that master's, the Reasons the whole node's.
 type breakerWatch struct {
 	h           *hybridSystem
 	name, shard string
@@ -574,23 +525,9 @@ type breakerWatch struct {
 	degraded  []bool
 }
 
-// watchStep is what changed from one sample of breakerWatch to the next.
-type watchStep struct {
-	degraded       int // instances with the breaker not closed now
-	opened, closed int64
-	reasons        map[string]int64 // by hybrid.Reason name
-}
-
-func newBreakerWatch(h *hybridSystem, name, shard string) *breakerWatch {
-	w := &breakerWatch{h: h, name: name, shard: shard}
-	w.sample()
-	return w
-}
-
-// sample reads the breakers now and returns what changed since the last
-// sample.
-func (w *breakerWatch) sample() watchStep {
-	var step watchStep
+// sample adds to t what changed since the last sample and returns how
+// many instances have the breaker not closed now.
+func (w *breakerWatch) sample(t *second) (n int) {
 	opened, undecided := int64(0), map[hybrid.Reason]int64{}
 	nds := w.h.nodeStats(w.name)
 	if w.degraded == nil {
@@ -607,45 +544,28 @@ func (w *breakerWatch) sample() watchStep {
 			}
 		}
 		if degraded {
-			step.degraded++
+			n++
 		} else if w.degraded[i] {
-			step.closed++
+			t.Closed++
 		}
 		opened, w.degraded[i] = opened+o, degraded
 		for why, n := range nd.Undecided {
 			undecided[why] += n
 		}
 	}
-	step.opened, step.reasons = opened-w.opened, map[string]int64{}
-	for why, n := range undecided {
-		if d := n - w.undecided[why]; d > 0 {
-			step.reasons[why.String()] = d
+	t.Opened += opened - w.opened
+	for why, k := range undecided {
+		if d := k - w.undecided[why]; d > 0 {
+			t.VictimReasons[why.String()] += d
 		}
 	}
 	w.opened, w.undecided = opened, undecided
-	return step
+	return n
 }
 
-// ringOwners returns hybrid's node names and the index of the node each
-// key is placed on, from a ring built as hybrid builds its own.
-func ringOwners(cl *cluster) ([]string, func(string) int, error) {
-	ring, err := shard.New(shard.Config{}, cl.names...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("bench: ring: %w", err)
-	}
-	return cl.names, func(key string) int {
-		name, _ := ring.Locate(key)
-		return slices.Index(cl.names, name)
-	}, nil
-}
-
-// locateHotKeys finds the node of each hot key: it sends one request per
-// key through the first instance, before any other traffic, and sees
-// whose Stats().Nodes[].Calls moved. (The Redis keys cannot tell: a
-// bucket of 1e9/s refills, and expires, within a millisecond.) It returns,
-// per key, the index of its node in cl.names, -1 where no node's calls
-// moved. A cancelled ctx is an interruption, not a key of no node's: hybrid
-// answers it from the failure mode, which moves no node's calls.
+// locateHotKeys returns each hot key's node index in cl.names (-1: none)
+// by whose Stats().Nodes[].Calls one request moved. (A 1e9/s bucket
+// expires too fast for its Redis key to tell.)
 func locateHotKeys(ctx context.Context, cl *cluster, h *hybridSystem, hot []string, limits []hybrid.Limit) ([]int, error) {
 	lim := h.lims[0]
 	calls := func() map[string]int64 {
@@ -670,8 +590,7 @@ func locateHotKeys(ctx context.Context, cl *cluster, h *hybridSystem, hot []stri
 	return owners, nil
 }
 
-// faultMarks are the chart's markers of the events that are not quiet:
-// red, green from the node's return.
+// faultMarks marks the events that are not quiet: red, green for back.
 func faultMarks(events []event) []marker {
 	var marks []marker
 	for _, ev := range events {
@@ -686,8 +605,7 @@ func faultMarks(events []event) []marker {
 	return marks
 }
 
-// printFault writes the timeline and the summary: a table, or one JSON
-// object per row and one for the summary.
+// printFault writes the timeline and the summary as a table or JSON lines.
 func printFault(w io.Writer, asJSON bool, timeline []second, sum faultSummary) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
@@ -797,17 +715,12 @@ func perSec(n int64, t second) float64 {
 	return float64(n) * t.DecisionsPerSec / float64(t.Decisions)
 }
 
-// faultPlots draws decisions/s by Source over time and p99 over time (of
-// every decision, and of the victim's answers from Redis), with the
-// fault marked.
+// faultPlots draws decisions/s by Source and p99 over time, the fault marked.
 func faultPlots(timeline []second, sum faultSummary, marks []marker) []*plot.Plot {
-	// The y labels stay short: gonum centres a log axis's label at the
-	// linear middle of its range, near the top, and pads the plot for it.
+	// Short y labels: gonum pads the plot for a log axis's label.
 	rate := newPlot(fmt.Sprintf("decisions/s by Source, -fault %s of %s; errors returned to callers: %d\n(log scale; 0 drawn at 1)", sum.Fault, sum.Node, sum.Errors),
 		"time (s)", "decisions/s")
 	lat := newPlot("p99 decision latency (log scale; 0 drawn at 0.01 µs)", "time (s)", "p99 (µs)")
-	useLogY(rate)
-	useLogY(lat)
 	over := func(y func(second) float64) plotter.XYs {
 		xys := plotter.XYs{}
 		for _, t := range timeline {
@@ -815,28 +728,26 @@ func faultPlots(timeline []second, sum faultSummary, marks []marker) []*plot.Plo
 		}
 		return xys
 	}
+	entries := []int{1, 1} // of rate's legend, and lat's
 	_ = addLine(rate, "all", 0, true, over(func(t second) float64 { return positive(t.DecisionsPerSec) }))
-	entries := 1
 	for i, src := range sourceNames() {
 		if sum.Sources[src] > 0 {
 			_ = addLine(rate, src, i+1, false, over(func(t second) float64 { return positive(perSec(t.Sources[src], t)) }))
-			entries++
+			entries[0]++
 		}
 	}
 	_ = addLine(lat, "p99", 0, false, over(func(t second) float64 { return atLeast(t.P99us, 0.01) }))
-	latEntries := 1
 	if slices.ContainsFunc(timeline, func(t second) bool { return t.VictimP99us > 0 }) {
 		_ = addLine(lat, "p99 of the victim's Redis answers", 1, false, over(func(t second) float64 { return atLeast(t.VictimP99us, 0.01) }))
-		latEntries++
+		entries[1]++
 	}
-	headroom(rate, entries)
-	headroom(lat, latEntries)
-	// The time axis spans the whole run even where a row is empty.
-	end := 0.0
+	end := 0.0 // the whole run, empty rows too
 	if n := len(timeline); n > 0 {
 		end = timeline[n-1].T + timeline[n-1].Interval
 	}
-	for _, p := range []*plot.Plot{rate, lat} {
+	for i, p := range []*plot.Plot{rate, lat} {
+		useLogY(p)
+		headroom(p, entries[i])
 		for _, m := range marks {
 			p.Add(m) // labelled at its top, a marker needs no legend entry
 		}

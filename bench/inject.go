@@ -12,28 +12,16 @@ import (
 	"github.com/hybridlimit/hybridlimit/internal/testkit/toxitest"
 )
 
-// -fault slow and flap act on the path to the victim, through a
-// toxiproxy run in process (internal/testkit/toxitest) that every instance's
-// clients for that node dial from the start; kill, pause and restart act
-// on the node itself.
 const (
-	// slowFraction of the Limiter's Timeout is the delay -fault slow adds
-	// to each reply of the victim, ± slowJitter of it. bench leaves
-	// Config.Timeout at its default, hybrid.DefaultTimeout.
+	// -fault slow delays each reply by slowFraction of the Limiter's
+	// Timeout (bench keeps hybrid.DefaultTimeout), ± slowJitter of it.
 	slowFraction = 0.5
 	slowJitter   = 0.2
-	// -fault flap takes the path down and up, each state lasting a time
-	// drawn uniformly from [flapMin, flapMax].
-	flapMin = 100 * time.Millisecond
-	flapMax = 300 * time.Millisecond
-	// faultSeed seeds the flap schedule, so that every run draws the
-	// same. (toxiproxy draws the jitter of slow from its own source.)
-	faultSeed = 10
+	// -fault flap holds each state, down or up, for [flapMin, flapMax].
+	flapMin   = 100 * time.Millisecond
+	flapMax   = 300 * time.Millisecond
+	faultSeed = 10 // the flap schedule's; toxiproxy draws slow's jitter itself
 )
-
-// viaProxy reports whether the fault needs the proxy in front of the
-// victim.
-func viaProxy(fault string) bool { return fault == "slow" || fault == "flap" }
 
 // slowDelay is the mean delay -fault slow adds to each reply.
 func slowDelay() time.Duration {
@@ -49,8 +37,7 @@ type event struct {
 }
 
 // injector injects one fault into the victim at faultAt after start and,
-// for pause, slow and flap, ends it at backAt. Its sleeps end with the
-// run's context; a slot move runs to its end.
+// for pause, slow and flap, ends it at backAt.
 type injector struct {
 	cl              *cluster
 	px              *toxitest.Proxy // in front of the victim, for slow and flap; else nil
@@ -60,15 +47,11 @@ type injector struct {
 	start           time.Time
 	faultAt, backAt time.Duration
 
-	// Since start, read while the fault runs (0: not yet): hit is the
-	// first event that is not quiet (the kill, the slots starting to
-	// move), healed the first back (the replica promoted, the slots
-	// moved).
+	// Since start (0: not yet), the first event not quiet and the first back.
 	hit, healed atomic.Int64
-	// What it did, to be read once run has returned: its events, and
-	// for flap the path's down periods.
+	// Read once run has returned.
 	events []event
-	flaps  int
+	flaps  int // flap's down periods
 }
 
 // record stamps ev with the time since the start and keeps it.
@@ -95,9 +78,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// run waits for faultAt and injects the fault, unless ctx ends first.
-// The slot moves run on bench, the bench's context, not the run's:
-// redis-cli stopped midway would leave slots open.
+// run injects the fault at faultAt unless ctx ends first. Slot moves run
+// on bench, not ctx: redis-cli stopped midway would leave slots open.
 func (in *injector) run(ctx, bench context.Context) error {
 	if !sleep(ctx, time.Until(in.start.Add(in.faultAt))) {
 		return nil
@@ -116,8 +98,7 @@ func (in *injector) run(ctx, bench context.Context) error {
 		if err := cl.pause(i); err != nil {
 			return err
 		}
-		// Resume even when the run ends first: a frozen node would hang
-		// the clean-up (redistest resumes before it kills, too).
+		// Resume even if ctx ended: a frozen node would hang the clean-up.
 		return in.until(ctx, "resume "+name, func() error { return cl.resume(i) })
 	case "restart":
 		in.record(event{label: "restart " + name})
@@ -156,11 +137,8 @@ func (in *injector) until(ctx context.Context, label string, undo func() error) 
 	return nil
 }
 
-// flap takes the path to the victim down and up, each state lasting
-// [flapMin, flapMax] (seeded), from faultAt until backAt, then leaves it
-// up. Down, the proxy stops listening and closes every connection through
-// it: the node's clients see their connections closed and new ones
-// refused.
+// flap takes the path down (connections closed, new ones refused) and up
+// from faultAt until backAt, then leaves it up.
 func (in *injector) flap(ctx context.Context) error {
 	rng := rand.New(rand.NewPCG(faultSeed, 1))
 	at, down := in.faultAt, false
@@ -185,9 +163,7 @@ func (in *injector) flap(ctx context.Context) error {
 	return in.until(ctx, "steady "+in.name, in.px.Restart)
 }
 
-// eventSummary writes a row's events for the table: a label seen more
-// than once is written once with its count ("down ×3"), in the order of
-// first appearance.
+// eventSummary joins a row's labels in order, repeats counted: "down ×3".
 func eventSummary(labels []string) string {
 	var order []string
 	count := map[string]int{}

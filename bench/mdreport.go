@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -17,49 +18,31 @@ import (
 	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 )
 
-// -report runs the standard set, each mode as its own command runs it
-// (runMode, in this process, on nodes of its own), and writes what the
-// modes print into one Markdown file: their tables as Markdown tables
-// (newTable), the rest in fenced blocks, the charts beside the file.
-
-// reportPassed are the flags -report passes to its sections' commands:
-// -interval to the fault timelines only, -max-load to the load sweep only,
-// the others to every section. Any other flag is a usage error with
-// -report (see reportRefused).
+// reportPassed are the flags -report passes on to its sections (doc.go);
+// any other is a usage error, for the reason in reportRefused.
 var reportPassed = []string{"duration", "interval", "max-load", "instances", "concurrency", "keys",
 	"nodes", "cluster", "tls-ca", "tls-cert", "tls-key", "q"}
 
-// reportRefused says why a flag does not go with -report.
-func reportRefused(name string) string {
-	switch name {
-	case "sweep", "fault":
-		return "-report runs every mode of the standard set; give -" + name + " without -report for one"
-	case "json":
-		return "the report is Markdown; a mode alone prints JSON lines"
-	case "out":
-		return "the charts go beside the report's file"
-	case "cpuprofile":
-		return "profile one mode, without -report"
-	default:
-		return "the standard set runs each mode with its defaults; run the mode alone to change what it measures"
-	}
+// reportRefused says why a flag does not go with -report; "" for the others.
+var reportRefused = map[string]string{
+	"sweep":      "-report runs every mode of the standard set; give -sweep without -report for one",
+	"fault":      "-report runs every mode of the standard set; give -fault without -report for one",
+	"json":       "the report is Markdown; a mode alone prints JSON lines",
+	"out":        "the charts go beside the report's file",
+	"cpuprofile": "profile one mode, without -report",
+	"":           "the standard set runs each mode with its defaults; run the mode alone to change what it measures",
 }
 
-// reportRows is how many rows a fault timeline of -report has when
-// -duration is given without -interval: the default timeline's 12 rows
-// of 1s.
+// reportRows is a fault timeline's rows under -report when -duration comes
+// without -interval, as in the default timeline.
 const reportRows = 12
 
-// reportSettings finishes parse for -report: only the flags of
-// reportPassed may come with it; their values, as "name=value" in the
-// order of their names, go to s.reportArgs, and every section's command
-// is parsed now, so that a bad one is a usage error before anything runs.
+// reportSettings finishes parse for -report: it puts the flags passed in
+// s.reportArgs ("name=value") and parses every section's command now, so
+// that a bad one is a usage error before anything runs.
 func reportSettings(s settings, fs *flag.FlagSet, set map[string]bool) (settings, error) {
-	bad := func(format string, a ...any) (settings, error) {
-		return s, fmt.Errorf("%w: "+format, append([]any{errUsage}, a...)...)
-	}
 	if s.report == "" {
-		return bad("-report: empty file name")
+		return s, fmt.Errorf("%w: -report: empty file name", errUsage)
 	}
 	var refused []string
 	fs.Visit(func(f *flag.Flag) {
@@ -72,16 +55,14 @@ func reportSettings(s settings, fs *flag.FlagSet, set map[string]bool) (settings
 		}
 	})
 	if len(refused) > 0 {
-		return bad("-%s with -report: %s", refused[0], reportRefused(refused[0]))
+		return s, fmt.Errorf("%w: -%s with -report: %s", errUsage, refused[0], cmp.Or(reportRefused[refused[0]], reportRefused[""]))
 	}
 	if set["duration"] && !set["interval"] {
 		iv := max((s.duration / reportRows).Round(time.Millisecond), minInterval)
 		s.reportArgs = append(s.reportArgs, "interval="+iv.String())
 	}
-	if _, _, err := reportPlan(s.reportArgs); err != nil {
-		return s, err
-	}
-	return s, nil
+	_, _, err := reportPlan(s.reportArgs)
+	return s, err
 }
 
 // section is one part of the report: a mode's command and what it printed.
@@ -100,15 +81,10 @@ type section struct {
 // command is the section's command line, passwords hidden.
 func (sec section) command() string { return commandLine(sec.args) }
 
-// reportPlan lists the sections of a report whose command passed the
-// flags passed ("name=value"): the comparison, -sweep lease, -sweep load,
-// and the fault timelines that bench can inject on those nodes, each with
-// its command parsed. notes say which fault timelines do not run, and why.
+// reportPlan lists the report's sections for the flags passed, each
+// command parsed; notes say which fault timelines do not run, and why.
 func reportPlan(passed []string) (secs []section, notes []string, err error) {
-	has := func(name string) bool { return passedFlag(passed, name) }
-	// args are the flags of one section: its own, then those passed to it
-	// (those of its mode: -interval to the faults, -max-load to the load
-	// sweep; -instances to all but the seed's section, which has its own).
+	// args are a section's own flags, then those passed that go to it.
 	args := func(mode string, own ...string) []string {
 		out := slices.Clone(own)
 		for _, p := range passed {
@@ -126,41 +102,36 @@ func reportPlan(passed []string) (secs []section, notes []string, err error) {
 		}
 		return out
 	}
-	fault := func(kind string, own ...string) section {
-		name := strings.TrimSuffix(faultChart, ".svg") + "-" + kind + ".svg"
-		return section{title: "Fault timeline: " + kind, args: args(modeFault, append([]string{"-fault", kind}, own...)...), chart: faultChart, name: name}
+	faults := func(kinds []string, own ...string) {
+		for _, kind := range kinds {
+			name := strings.TrimSuffix(faultChart, ".svg") + "-" + kind + ".svg"
+			secs = append(secs, section{title: "Fault timeline: " + kind, args: args(modeFault, append([]string{"-fault", kind}, own...)...), chart: faultChart, name: name})
+		}
 	}
 	secs = []section{
 		{title: "Comparison", args: args(modeCompare)},
-		// docs/capacity.md sizes the seed's service from this one: one
-		// instance, whatever -instances the report was given.
+		// One instance whatever -instances: docs/capacity.md sizes from it.
 		{title: "The seed's workload, one instance", args: append(args(modeCompare, "-workload", seedWorkload), "-instances", "1")},
 		{title: "Lease sweep", args: args(modeSweep, "-sweep", "lease"), chart: sweepChart, name: sweepChart},
 		{title: "Open-loop load sweep", args: args(modeLoad, "-sweep", "load"), chart: loadChart, name: loadChart},
 	}
 	switch {
-	case has("nodes"):
+	case passedFlag(passed, "nodes"):
 		notes = append(notes, "No fault timeline: bench injects faults only into nodes it starts, and -nodes names existing ones.")
-	case has("cluster"):
-		for _, kind := range clusterFaults {
-			secs = append(secs, fault(kind))
-		}
+	case passedFlag(passed, "cluster"):
+		faults(clusterFaults)
 		notes = append(notes, "Of the fault timelines only the cluster's (failover, reshard, scale-out): on a cluster the others are not built; without -cluster the report runs them on 3 independent nodes.")
 	default:
-		for _, kind := range faultKinds {
-			secs = append(secs, fault(kind))
-		}
+		faults(faultKinds)
 		_, noCLI := redistest.CLI()
 		switch {
 		case forceMiniredis() || !redistest.Available():
 			notes = append(notes, "No cluster timelines (failover, reshard, scale-out): they need an embedded Redis Cluster of redis-server processes, and the nodes here are miniredis.")
 		case noCLI != nil:
-			secs = append(secs, fault(faultFailover, "-cluster"))
+			faults([]string{faultFailover}, "-cluster")
 			notes = append(notes, "No reshard or scale-out timeline: they run redis-cli --cluster, which is not installed (apt-get install redis-tools).")
 		default:
-			for _, kind := range clusterFaults {
-				secs = append(secs, fault(kind, "-cluster"))
-			}
+			faults(clusterFaults, "-cluster")
 		}
 	}
 	for i := range secs {
@@ -171,8 +142,7 @@ func reportPlan(passed []string) (secs []section, notes []string, err error) {
 	return secs, notes, nil
 }
 
-// passedFlag reports whether passed ("name=value") sets the flag name to
-// something: a value not empty, and not false.
+// passedFlag reports whether passed sets name to neither "" nor false.
 func passedFlag(passed []string, name string) bool {
 	return slices.ContainsFunc(passed, func(p string) bool {
 		v, ok := strings.CutPrefix(p, name+"=")
@@ -180,10 +150,8 @@ func passedFlag(passed []string, name string) bool {
 	})
 }
 
-// runReport runs the sections of -report in turn and writes the report
-// and its charts. Everything goes to a directory beside the report first
-// and is moved into place only when every section has run, so that an
-// interrupted or failed run leaves an earlier report as it was.
+// runReport runs the sections and writes the report and its charts, moved
+// into place only once every section has run.
 func runReport(ctx context.Context, s settings, args []string, stdout, stderr io.Writer) (err error) {
 	secs, notes, err := reportPlan(s.reportArgs)
 	if err != nil {
@@ -202,6 +170,7 @@ func runReport(ctx context.Context, s settings, args []string, stdout, stderr io
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(tmp)) }()
 
+	var wrote []string // the charts, then the report: in place only with its charts
 	h := reportHeader{command: commandLine(args), start: time.Now(), loadBefore: loadAverage(),
 		machine: readMachine(), commit: sourceCommit(ctx), given: passedFlag(s.reportArgs, "nodes")}
 	for i := range secs {
@@ -227,6 +196,7 @@ func runReport(ctx context.Context, s settings, args []string, stdout, stderr io
 			if err := os.Rename(filepath.Join(tmp, sec.chart), filepath.Join(tmp, sec.name)); err != nil {
 				return fmt.Errorf("bench: -report: %w", err)
 			}
+			wrote = append(wrote, sec.name)
 		}
 	}
 	h.took, h.loadAfter = time.Since(h.start), loadAverage()
@@ -237,13 +207,7 @@ func runReport(ctx context.Context, s settings, args []string, stdout, stderr io
 	if err := os.WriteFile(filepath.Join(tmp, base), b.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("bench: -report: %w", err)
 	}
-	var wrote []string
-	for _, sec := range secs {
-		if sec.name != "" {
-			wrote = append(wrote, sec.name)
-		}
-	}
-	wrote = append(wrote, base) // last: a report is in place only with its charts
+	wrote = append(wrote, base)
 	for _, f := range wrote {
 		if err := os.Rename(filepath.Join(tmp, f), filepath.Join(dir, f)); err != nil {
 			return fmt.Errorf("bench: -report: %w", err)
@@ -279,20 +243,15 @@ machine shared with other work the figures move from run to run: compare
 the systems within a table, not across reports.
 
 `)
-	fmt.Fprintf(w, "- **Date:** %s; the run took %v\n", h.start.UTC().Format("2006-01-02 15:04 MST"), roundTook(h.took))
-	fmt.Fprintf(w, "- **Command:** `%s`\n", h.command)
-	fmt.Fprintf(w, "- **Commit:** %s\n", h.commit)
-	fmt.Fprintf(w, "- **Machine:** %d cores (GOMAXPROCS %d), %s, %s of memory\n", m.cores, m.procs, m.cpu, m.memory)
-	fmt.Fprintf(w, "- **OS:** %s\n", m.os)
-	fmt.Fprintf(w, "- **Load average** (1, 5, 15 min): %s at the start, %s at the end\n", h.loadBefore, h.loadAfter)
-	fmt.Fprintf(w, "- **Go:** %s\n", m.goVersion)
 	where := "each section started its own nodes (its first line says where)"
 	if h.given {
 		where = "the nodes given with -nodes"
 	}
-	fmt.Fprintf(w, "- **Redis:** %s; %s\n\n", strings.Join(h.redis, ", "), where)
-
-	fmt.Fprintf(w, "## Contents\n\n")
+	fmt.Fprintf(w, "- **Date:** %s; the run took %v\n- **Command:** `%s`\n- **Commit:** %s\n"+
+		"- **Machine:** %d cores (GOMAXPROCS %d), %s, %s of memory\n- **OS:** %s\n"+
+		"- **Load average** (1, 5, 15 min): %s at the start, %s at the end\n- **Go:** %s\n- **Redis:** %s; %s\n\n## Contents\n\n",
+		h.start.UTC().Format("2006-01-02 15:04 MST"), roundTook(h.took), h.command, h.commit, m.cores, m.procs, m.cpu, m.memory,
+		m.os, h.loadBefore, h.loadAfter, m.goVersion, strings.Join(h.redis, ", "), where)
 	for _, sec := range secs {
 		fmt.Fprintf(w, "- [%s](#%s): `%s`\n", sec.title, anchor(sec.title), sec.command())
 	}
@@ -300,15 +259,14 @@ the systems within a table, not across reports.
 		fmt.Fprintf(w, "- %s\n", n)
 	}
 	for _, sec := range secs {
-		fmt.Fprintf(w, "\n## %s\n\n", sec.title)
-		fmt.Fprintf(w, "Alone: `%s`. Here it took %v; load average %s at its start.\n",
-			sec.command(), roundTook(sec.took), sec.load)
+		fmt.Fprintf(w, "\n## %s\n\nAlone: `%s`. Here it took %v; load average %s at its start.\n",
+			sec.title, sec.command(), roundTook(sec.took), sec.load)
 		for _, p := range sec.parts {
 			if p.table {
 				fmt.Fprintf(w, "\n%s", p.text)
-				continue
+			} else {
+				fmt.Fprintf(w, "\n```text\n%s\n```\n", p.text)
 			}
-			fmt.Fprintf(w, "\n```text\n%s\n```\n", p.text)
 		}
 		if sec.name != "" {
 			fmt.Fprintf(w, "\n![%s](%s)\n", sec.name, sec.name)
@@ -316,8 +274,7 @@ the systems within a table, not across reports.
 	}
 }
 
-// roundTook rounds a run's wall time for the report: to 0.1s below 10s,
-// to the second above.
+// roundTook rounds to 0.1s below 10s, to the second above.
 func roundTook(d time.Duration) time.Duration {
 	if d < 10*time.Second {
 		return d.Round(100 * time.Millisecond)
@@ -340,8 +297,7 @@ func anchor(title string) string {
 	return b.String()
 }
 
-// commandLine is args as a command a shell runs: "go run ./bench" and
-// the flags, quoted where they need it, the passwords of -nodes hidden.
+// commandLine is "go run ./bench" and args, shell-quoted, -nodes' passwords hidden.
 func commandLine(args []string) string {
 	parts := []string{"go run ./bench"}
 	for i, a := range args {
@@ -366,13 +322,11 @@ func redactList(v string) string {
 	return strings.Join(urls, ",")
 }
 
-// shellQuote quotes a for a POSIX shell when it holds anything but
-// letters, digits and -_./:=@%+,.
+// shellQuote quotes a for a POSIX shell unless it is all ASCII letters, digits and -_./:=@%+,.
 func shellQuote(a string) string {
-	plain := a != "" && !strings.ContainsFunc(a, func(r rune) bool {
+	if a != "" && !strings.ContainsFunc(a, func(r rune) bool {
 		return !(r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("-_./:=@%+,", r)))
-	})
-	if plain {
+	}) {
 		return a
 	}
 	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"

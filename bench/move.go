@@ -10,39 +10,31 @@ import (
 	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 )
 
-// -fault reshard and -fault scale-out move slots of the embedded cluster
-// (-cluster) under the load, as its operators do, with redis-cli:
-// reshard moves reshardSlots slots from the victim master to the next
-// one; scale-out adds a fourth master (add-node) and rebalances a quarter
-// of the slots onto it (rebalance --cluster-use-empty-masters). Before the
-// run, fillKeys keys of fillBytes each are written over every slot, so
-// that moving a slot moves keys and takes as long as on a cluster that
-// holds data. Beside the load, redis_rate (one cluster client of go-redis's
-// defaults, as in the comparison) is asked by moveProbeCallers goroutines
-// for moveProbeKeys keys of the victim with the Zipf workload's limits;
-// what it answers while the slots move is its side of the comparison.
+// -fault reshard and scale-out move slots with redis-cli (doc.go).
 const (
 	faultReshard  = "reshard"
 	faultScaleOut = "scale-out"
 
-	reshardSlots     = 2000
-	fillKeys         = 60_000
-	fillBytes        = 64
+	reshardSlots = 2000 // moved by reshard to the next master
+	// fillKeys keys of fillBytes go over every slot first: a move moves data.
+	fillKeys  = 60_000
+	fillBytes = 64
+	// During a move redis_rate asks from moveProbeCallers goroutines for
+	// moveProbeKeys keys of the victim.
 	moveProbeCallers = 4
 	moveProbeKeys    = 1000
-	// scaleOutDuration is -fault scale-out's default -duration: the
-	// rebalance takes about 8-10 s on the VM, and starts at a quarter.
+	// scaleOutDuration is scale-out's default -duration: its rebalance
+	// takes 8-10s and starts at a third.
 	scaleOutDuration = 20 * time.Second
 )
 
-// clusterFaults are the values of -fault on a cluster (-cluster, embedded).
+// clusterFaults are the values of -fault with -cluster.
 var clusterFaults = []string{faultFailover, faultReshard, faultScaleOut}
 
 // movesSlots reports whether fault moves slots (reshard, scale-out).
 func movesSlots(fault string) bool { return fault == faultReshard || fault == faultScaleOut }
 
-// move runs the slot move of in.fault on the embedded cluster, on ctx,
-// and records when it starts and ends.
+// move runs in.fault's slot move and records its start and end.
 func (in *injector) move(ctx context.Context) error {
 	rc, i := in.cl.rc, in.victim
 	if in.fault == faultReshard {
@@ -66,21 +58,23 @@ func (in *injector) move(ctx context.Context) error {
 	return nil
 }
 
-// checkMove says what a slot move needs that is missing: the embedded
-// cluster of redis-server processes, and redis-cli.
-func checkMove(cl *cluster, fault string) error {
+// prepareMove, for a slot move, says what it needs that is missing, or
+// fills the cluster.
+func prepareMove(ctx context.Context, cl *cluster, fault string) error {
+	if !movesSlots(fault) {
+		return nil
+	}
 	if cl.rc == nil {
 		return fmt.Errorf("bench: -fault %s moves slots of the embedded Redis Cluster of redis-server processes, and there is none here", fault)
 	}
 	if _, err := redistest.CLI(); err != nil {
 		return fmt.Errorf("bench: -fault %s runs redis-cli --cluster (apt-get install redis-tools): %w", fault, err)
 	}
-	return nil
+	return cl.rc.Fill(ctx, fillKeys, fillBytes)
 }
 
-// duringMove is caller g of a slot move's probe: it asks for the keys in
-// turn until ctx ends, and counts the calls that start while the slots
-// move.
+// duringMove is the probe's caller g: it counts the calls it starts while
+// the slots move, until ctx ends.
 func (p *rateProbe) duringMove(ctx context.Context, g int, start time.Time, in *injector) {
 	for i := g; ctx.Err() == nil; i += moveProbeCallers {
 		t0 := time.Now()
@@ -102,8 +96,7 @@ func (p *rateProbe) duringMove(ctx context.Context, g int, start time.Time, in *
 	}
 }
 
-// rateKey is the Redis key of redis_rate's first Allow for key under
-// limits (redisRateSystem.allow): the key alone when there is one limit.
+// rateKey is the Redis key of redisRateSystem.allow's first Allow.
 func rateKey(key string, limits []hybrid.Limit) string {
 	if len(limits) > 1 {
 		key = limitKey(key, limits[0])
@@ -111,9 +104,8 @@ func rateKey(key string, limits []hybrid.Limit) string {
 	return "rate:" + key
 }
 
-// moveFigures fills the summary's figures of a slot move: how long it
-// took (if it ended within the run, which lasted elapsed), and redis_rate's
-// calls, errors, p99 and slowest call during it.
+// moveFigures fills the summary's figures of a slot move; MoveSeconds only
+// if it ended within elapsed.
 func moveFigures(sum *faultSummary, p *rateProbe, from, to, elapsed time.Duration) {
 	if p == nil || from == 0 {
 		return
@@ -132,7 +124,6 @@ func moveFigures(sum *faultSummary, p *rateProbe, from, to, elapsed time.Duratio
 	}
 }
 
-// printMove writes a slot move's figures after the timeline.
 func printMove(w io.Writer, sum faultSummary) {
 	if sum.MoveSeconds == nil {
 		fmt.Fprintln(w, "the slots were still moving when the run ended")

@@ -10,8 +10,7 @@ import (
 	"github.com/hybridlimit/hybridlimit/hybrid"
 )
 
-// report writes results as an aligned table, written out by flush, or as
-// one JSON object per line, written as each result arrives.
+// report writes results as a table, by flush, or as JSON lines as they come.
 type report struct {
 	w     io.Writer
 	json  bool
@@ -32,8 +31,8 @@ func (r *report) add(res result) error {
 	return nil
 }
 
-// flush writes the table and, for the comparison, the cores each system
-// needs for targetRate decisions/s, once; it does nothing for JSON.
+// flush writes the table once and, for the comparison, the cores each
+// system needs for targetRate decisions/s; it does nothing for JSON.
 func (r *report) flush() error {
 	if r.json || len(r.all) == 0 || r.done {
 		return nil
@@ -92,9 +91,8 @@ func (r *report) flush() error {
 	return err
 }
 
-// cpuLabel is a CPU time per decision of the client and of Redis,
-// "3.1+5.2µs"; the Redis part is "?" when redis is nil: on miniredis,
-// which runs in this process (its CPU is in the client's).
+// cpuLabel is the client's and Redis's CPU per decision, "3.10+5.20µs";
+// "?" for Redis when nil (miniredis: in the client's).
 func cpuLabel(client float64, redis *float64) string {
 	if redis == nil {
 		return fmt.Sprintf("%.2f+?µs", client)
@@ -102,8 +100,7 @@ func cpuLabel(client float64, redis *float64) string {
 	return fmt.Sprintf("%.2f+%.2fµs", client, *redis)
 }
 
-// leaseLabel names a Lease.MaxFraction: "off" for 0, else a percentage
-// of the limit, "0.25%".
+// leaseLabel names a Lease.MaxFraction: "off", "0.25%".
 func leaseLabel(f float64) string {
 	if f == 0 {
 		return "off"
@@ -111,8 +108,7 @@ func leaseLabel(f float64) string {
 	return strconv.FormatFloat(100*f, 'f', -1, 64) + "%"
 }
 
-// latency formats microseconds with three significant figures or so:
-// "8.42µs", "85µs", "1.27ms".
+// latency formats microseconds: "8.42µs", "85µs", "1.27ms".
 func latency(us float64) string {
 	switch {
 	case us < 10:
@@ -133,8 +129,7 @@ func sourceNames() []string {
 	return names
 }
 
-// sourceMix formats decisions by source as shares, in Source order, for
-// example "remote 93% deny-cache 7%".
+// sourceMix formats decisions by source as shares: "remote 93% deny-cache 7%".
 func sourceMix(sources map[string]int64) string {
 	var total int64
 	for _, n := range sources {

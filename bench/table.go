@@ -8,19 +8,14 @@ import (
 	"text/tabwriter"
 )
 
-// A mode writes its table through newTable: aligned columns on a
-// terminal or a file, or, when its stdout is -report's capture, a
-// Markdown table that the capture keeps between the mode's other lines.
-
 // part is a piece of a mode's output: text, or a table in Markdown.
 type part struct {
 	table bool
 	text  string
 }
 
-// capture is a mode's stdout under -report: text as it comes, and the
-// tables the mode writes through newTable, as Markdown tables, in order.
-// It is not safe for concurrent use; the modes write from one goroutine.
+// capture is a mode's stdout under -report, its newTable tables in
+// Markdown. It is not safe for concurrent use.
 type capture struct {
 	parts []part
 }
@@ -34,8 +29,8 @@ func (c *capture) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// withoutLine returns the parts without the text lines equal to line and
-// without blank lines around the text; parts left empty are dropped.
+// withoutLine returns the parts without the lines equal to line, text
+// trimmed of blank lines, empty parts dropped.
 func (c *capture) withoutLine(line string) []part {
 	var out []part
 	for _, p := range c.parts {
@@ -51,8 +46,7 @@ func (c *capture) withoutLine(line string) []part {
 	return out
 }
 
-// tableWriter is what a mode writes a table to, cells ended by tabs and
-// rows by newlines, the first row the header, and flushes once.
+// tableWriter takes a table, cells ended by tabs, the first row the header.
 type tableWriter interface {
 	io.Writer
 	Flush() error
@@ -63,8 +57,7 @@ var (
 	_ tableWriter = (*mdTable)(nil)
 )
 
-// newTable returns the writer of a mode's table on w: aligned columns, or
-// a Markdown table when w is -report's capture.
+// newTable writes aligned columns to w, or Markdown to -report's capture.
 func newTable(w io.Writer) tableWriter {
 	if c, ok := w.(*capture); ok {
 		return &mdTable{c: c}
@@ -72,8 +65,7 @@ func newTable(w io.Writer) tableWriter {
 	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 }
 
-// mdTable turns the rows written to it into a Markdown table, added to
-// its capture by Flush.
+// mdTable is a Markdown table, added to its capture by Flush.
 type mdTable struct {
 	c   *capture
 	buf bytes.Buffer
@@ -81,8 +73,7 @@ type mdTable struct {
 
 func (t *mdTable) Write(p []byte) (int, error) { return t.buf.Write(p) }
 
-// Flush adds the rows written since the last Flush as a table: the first
-// row the header, every row as wide as the widest, "|" escaped.
+// Flush adds the rows since the last Flush, as wide as the widest, "|" escaped.
 func (t *mdTable) Flush() error {
 	text := strings.TrimRight(t.buf.String(), "\n")
 	t.buf.Reset()
