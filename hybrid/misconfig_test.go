@@ -50,7 +50,7 @@ func TestMisconfigurationIsAnError(t *testing.T) {
 	for _, tc := range []struct {
 		name, addr, want string
 	}{
-		{"no password", "redis://" + full.Addr(), "unauthenticated"},
+		{"no password", "redis://" + full.Addr(), "NOAUTH"},
 		{"wrong password", "redis://limiter:nope@" + full.Addr(), "WRONGPASS"},
 		{"ACL without ZADD", "redis://limiter:pw@" + noZadd.Addr(), "decide.lua: ERR The user executing the script can't run this command"},
 	} {
