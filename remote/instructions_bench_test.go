@@ -29,8 +29,11 @@ import (
 // those, 64 keys a call, with no limiter's arithmetic: a GET and a SET … PX
 // per key, the commands each request's state costs now, and one HMGET, one
 // HSET and one PEXPIRE for all 64 as fields of one hash (a layout where
-// state expires with its hash, not per key). It needs valgrind
-// (apt-get install valgrind) and takes about a minute:
+// state expires with its hash, not per key), and one HMGET and one HSET a
+// request for two states as fields of the client's own bucket's hash (the
+// layout's cost where clients are scattered). The revisited cases ask
+// again for the keys the warm-up wrote: a client whose state is there. It
+// needs valgrind (apt-get install valgrind) and takes about a minute:
 //
 //	go test -run '^$' -bench ScriptInstructions -benchtime 1x ./remote/
 func BenchmarkScriptInstructions(b *testing.B) {
@@ -48,15 +51,19 @@ func BenchmarkScriptInstructions(b *testing.B) {
 		redisRat bool
 		floor    string // a floor's script, KEYS the requests' keys (or the hash's, ARGV its fields)
 		hash     bool   // the floor's keys are fields of one hash
+		revisit  int    // keys cycle over this many (those the warm-up wrote), else over 100,000
 	}{
-		{"hybridlimit/functions/one-token-bucket/requests-per-call=1", 1, 500, one, true, false, "", false},
-		{"hybridlimit/functions/one-token-bucket/requests-per-call=64", 64, 100, one, true, false, "", false},
-		{"hybridlimit/functions/two-token-buckets/requests-per-call=64", 64, 100, two, true, false, "", false},
-		{"hybridlimit/scripts/one-token-bucket/requests-per-call=1", 1, 500, one, false, false, "", false},
-		{"hybridlimit/scripts/one-token-bucket/requests-per-call=64", 64, 100, one, false, false, "", false},
-		{"redis_rate/one-token-bucket/requests-per-call=1", 1, 500, one, false, true, "", false},
-		{"floor/get-set-px/requests-per-call=64", 64, 100, nil, false, false, floorGetSet, false},
-		{"floor/hash-fields/requests-per-call=64", 64, 100, nil, false, false, floorHash, true},
+		{"hybridlimit/functions/one-token-bucket/requests-per-call=1", 1, 500, one, true, false, "", false, 0},
+		{"hybridlimit/functions/one-token-bucket/requests-per-call=64", 64, 100, one, true, false, "", false, 0},
+		{"hybridlimit/functions/two-token-buckets/requests-per-call=64", 64, 100, two, true, false, "", false, 0},
+		{"hybridlimit/functions/one-token-bucket/requests-per-call=64/revisited", 64, 100, one, true, false, "", false, 1280},
+		{"hybridlimit/functions/two-token-buckets/requests-per-call=64/revisited", 64, 100, two, true, false, "", false, 1280},
+		{"hybridlimit/scripts/one-token-bucket/requests-per-call=1", 1, 500, one, false, false, "", false, 0},
+		{"hybridlimit/scripts/one-token-bucket/requests-per-call=64", 64, 100, one, false, false, "", false, 0},
+		{"redis_rate/one-token-bucket/requests-per-call=1", 1, 500, one, false, true, "", false, 0},
+		{"floor/get-set-px/requests-per-call=64", 64, 100, nil, false, false, floorGetSet, false, 0},
+		{"floor/hash-fields/requests-per-call=64", 64, 100, nil, false, false, floorHash, true, 0},
+		{"floor/two-fields-of-the-clients-hash/requests-per-call=64", 64, 100, nil, false, false, floorClientFields, true, 0},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			dir := b.TempDir()
@@ -69,6 +76,15 @@ func BenchmarkScriptInstructions(b *testing.B) {
 				call = func(k int) error {
 					for i := range keys {
 						keys[i] = "user:" + strconv.Itoa((k*c.perCall+i)%100_000)
+					}
+					if c.floor == floorClientFields { // a hash per bucket of 262,144
+						hashes := make([]string, len(keys))
+						args := make([]any, 0, 2*len(keys))
+						for i, u := range keys {
+							hashes[i] = "floor:{" + strconv.Itoa(((k*c.perCall+i)*7919)%262_144) + "}"
+							args = append(args, u+"}m", u+"}h")
+						}
+						return sc.Run(ctx, rdb, hashes, args...).Err()
 					}
 					if c.hash {
 						args := make([]any, len(keys))
@@ -96,9 +112,13 @@ func BenchmarkScriptInstructions(b *testing.B) {
 				}
 				s.fn.Store(c.fn)
 				reqs, out := make([]Request, c.perCall), make([]Result, c.perCall)
+				space := 100_000
+				if c.revisit > 0 {
+					space = c.revisit
+				}
 				call = func(k int) error {
 					for i := range reqs {
-						reqs[i], _ = NewDecision("user:"+strconv.Itoa((k*c.perCall+i)%100_000), 1, c.limits...)
+						reqs[i], _ = NewDecision("user:"+strconv.Itoa((k*c.perCall+i)%space), 1, c.limits...)
 					}
 					return s.DecideMany(ctx, reqs, out)
 				}
@@ -144,6 +164,18 @@ end
 redis.call('HSET', KEYS[1], unpack(kv))
 redis.call('PEXPIRE', KEYS[1], 60000)
 return #ARGV`
+
+// floorClientFields reads and writes two states of each request's client
+// (a minute's and an hour's) as two fields of its bucket's hash, a hash
+// per request: one HMGET and one HSET a request, where keys of their own
+// take two GETs and two SETs (floorGetSet, twice).
+const floorClientFields = `
+for i = 1, #KEYS do
+  local m, h = ARGV[2 * i - 1], ARGV[2 * i]
+  local vs = redis.call('HMGET', KEYS[i], m, h)
+  redis.call('HSET', KEYS[i], m, (tonumber(vs[1]) or 0) + 1, h, (tonumber(vs[2]) or 0) + 1)
+end
+return #KEYS`
 
 // rateLimit is l as redis_rate takes it.
 func rateLimit(l limit.Limit) redis_rate.Limit {
