@@ -72,9 +72,9 @@ var probeLimits = []limit.Limit{
 	{Rate: 1_000_000, Period: time.Second, Name: "probe"},
 }
 
-// Probe sends a PING, then runs every script entry point once, on
-// reserved keys: the one-step token bucket, a decision against one limit of each algorithm
-// (and a named one), a lease and its give-back. It returns nil when all
+// Probe sends a PING (Connect), then runs every script entry point once,
+// on reserved keys: the one-step token bucket, a decision against one
+// limit of each algorithm (and a named one), a lease and its give-back. It returns nil when all
 // ran, an error wrapping ErrMisconfigured when the node refuses them for
 // a reason IsConfigError reports, and the error otherwise (the node is
 // down, slow, or out of memory). Users of a least-privilege ACL find out
@@ -92,14 +92,8 @@ func (s *Store) Probe(ctx context.Context) (err error) {
 	// closed by Redis ("unauthenticated bulk length"), which may reach the
 	// client as a reset while it still writes: a transport error, and the
 	// node would start in the failure mode instead of failing New.
-	var perr error
-	if s.cl != nil {
-		perr = s.eachMaster(ctx, func(m *member) error { return m.client.Process(ctx, redis.NewStatusCmd(ctx, "ping")) })
-	} else {
-		perr = s.rdb.Process(ctx, redis.NewStatusCmd(ctx, "ping"))
-	}
-	if perr != nil {
-		return wrap("PING", perr)
+	if err := s.Connect(ctx, 1); err != nil {
+		return wrap("PING", err)
 	}
 	if err := s.Load(ctx); err != nil {
 		return wrap("loading the scripts", err)

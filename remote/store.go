@@ -164,7 +164,10 @@ func (s *Store) Eviction(ctx context.Context) (Eviction, error) {
 // connection's first use) inside their budget. It returns the first error.
 func (s *Store) Connect(ctx context.Context, n int) error {
 	procs := []func(context.Context, redis.Cmder) error{s.rdb.Process}
-	if s.cl != nil { // each master's pool
+	if s.cl != nil { // each master's pool, once the slot map names them
+		if err := s.cl.ready(ctx); err != nil {
+			return err
+		}
 		procs = procs[:0]
 		for _, m := range s.cl.masters() {
 			procs = append(procs, m.client.Process)
