@@ -33,7 +33,7 @@ func testClockScripts(t testing.TB) *scriptSet {
 	return newScriptSet(func(src string) string {
 		src = replace(src, "  local t = rcall('TIME')\n  return tonumber(t[1]) * 1000000 + tonumber(t[2])\n",
 			"  return tonumber(rcall('GET', '"+testClockKey+"'))\n")
-		src = replace(src, "  return d + 1\n", "  return d + 1 + 600000\n")
+		src = replace(src, "  return ms_arg(d + 1)\n", "  return ms_arg(d + 1 + 600000)\n")
 		return src
 	})
 }

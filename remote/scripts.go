@@ -130,12 +130,13 @@ func newScript(mask int, edit func(string) string, files ...string) *script {
 // entry point's body a local function, and one registered function per
 // entry point, which sets KEYS and ARGV (a function gets them as
 // arguments; the shared code reads them as a script does), binds the
-// globals on its first call and forgets the previous call's tags.
+// globals and builds istr's tables on its first call, and forgets the
+// previous call's tags. Integers go to redis.call as istr writes them.
 func newLibrary(edit func(string) string) library {
 	var s source
 	s.b.WriteString("local KEYS, ARGV\n")
 	s.write(prelude)
-	s.b.WriteString("arg = function(x)\n  return x\nend\n")
+	s.b.WriteString("str, arg, ms_arg = istr, istr, istr\n")
 	s.writeAlgorithms(numMasks - 1)
 	s.write(common)
 	for e := range numEntries {
@@ -151,6 +152,7 @@ func newLibrary(edit func(string) string) library {
   KEYS, ARGV = keys, args
   if not rcall then
     bind_globals()
+    digit_tables()
   end
   if next(TAG) ~= nil then
     TAG = {}

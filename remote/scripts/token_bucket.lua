@@ -73,7 +73,7 @@ local function tb_admit(key, sp, nq, base, raw, d)
   if ms < 1 then
     ms = 1
   end
-  rcall('SET', key, arg((base + d) % TWO52), 'PX', ms + 1)
+  rcall('SET', key, arg((base + d) % TWO52), 'PX', ms_arg(ms + 1))
   -- fdiv(full - d, p): the remaining
   local a = sp.c * p - d
   m = a % p
