@@ -20,26 +20,27 @@ local out = {}
 local oi = 0
 local ki = 1
 -- Heads repeat (most requests are of one unit against one set), and Lua
--- strings are interned: one comparison replaces a tonumber per request.
-local last, lasth = nil, 0
+-- strings are interned: one comparison replaces reading a head (a
+-- tonumber and a math.floor, each a call) per request.
+local last, lease, give, cost, set = nil, false, false, 0, nil
 local i, nargs = ai, #ARGV
 while i <= nargs do
   local hs = ARGV[i]
   i = i + 1
   if hs ~= last then
-    last, lasth = hs, tonumber(hs)
+    last = hs
+    local h = tonumber(hs)
+    lease = h < 0
+    if lease then
+      h = -h
+    end
+    give = h >= GIVE
+    if give then
+      h = h - GIVE
+    end
+    cost = floor(h / SETS)
+    set = sets[h - cost * SETS + 1]
   end
-  local h = lasth
-  local lease = h < 0
-  if lease then
-    h = -h
-  end
-  local give = h >= GIVE
-  if give then
-    h = h - GIVE
-  end
-  local cost = floor(h / SETS)
-  local set = sets[h - cost * SETS + 1]
   local take = set.take
   if give then
     local at = tonumber(ARGV[i])
