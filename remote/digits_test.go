@@ -16,7 +16,7 @@ import (
 // digits) and returns istr's answer and str's, in turn.
 func digitsProbe() string {
 	var s source
-	s.write(prelude)
+	s.write(prelude, digits)
 	s.b.WriteString(`bind_globals()
 digit_tables()
 local out = {}

@@ -28,6 +28,7 @@ var scriptFS embed.FS
 //     functions per call: a mask of algorithms selects the variant.
 const (
 	prelude = "prelude.lua"
+	digits  = "digits.lua" // the library's only
 	common  = "common.lua"
 )
 
@@ -135,8 +136,7 @@ func newScript(mask int, edit func(string) string, files ...string) *script {
 func newLibrary(edit func(string) string) library {
 	var s source
 	s.b.WriteString("local KEYS, ARGV\n")
-	s.write(prelude)
-	s.b.WriteString("str, arg, ms_arg = istr, istr, istr\n")
+	s.write(prelude, digits)
 	s.writeAlgorithms(numMasks - 1)
 	s.write(common)
 	for e := range numEntries {
