@@ -18,9 +18,10 @@ var scriptFS embed.FS
 // The Lua code reaches Redis in one of two forms:
 //
 //   - a function library (FUNCTION LOAD, FCALL) where the server has
-//     functions (Redis 7 and later): the prelude, every algorithm, the
-//     shared helpers and the entry points, built once when the library is
-//     loaded; a call runs only its entry point;
+//     functions (Redis 7 and later): the prelude, its integer writer
+//     (digits.lua), every algorithm, the shared helpers and the entry
+//     points, built once when the library is loaded; a call runs only its
+//     entry point;
 //   - scripts (EVALSHA) otherwise (Redis 6, miniredis): each script is the
 //     prelude, the algorithms its requests use, the shared helpers and one
 //     entry point. Redis runs a script's whole chunk on every call, so a
