@@ -97,10 +97,8 @@ end
 -- written out too.
 function TB.take(key, sp, raw, cost)
   local q, p, r = sp.q, sp.p, sp.r
-  local nq, base
-  if sp.raw == raw then
-    nq, base = sp.nq, sp.base
-  else
+  local nq, base = sp.nq, sp.base -- tb_now's, if computed for raw
+  if sp.raw ~= raw then
     nq, base = tb_now(sp, raw)
   end
   local s = rcall('GET', key)
@@ -128,38 +126,26 @@ function TB.take(key, sp, raw, cost)
   return 1, rem, 0, after_us
 end
 
+-- take_all_ds holds a request's deficits between take_all's two passes:
+-- one table for every request (a table a request costs Redis more).
+local take_all_ds = {}
+
 -- take_all decides a request of cost units against several unnamed token
 -- buckets sps, whose keys are KEYS[ki] on, all or nothing, exactly as
 -- look, allows, commit and bind do, without their tables: a request
 -- against 100/min and 1000/hour. Returns allowed (1 or 0), the binding
 -- limit's index (from 0), its remaining, retry and reset (µs).
--- take_all_ds holds a request's deficits between take_all's two passes:
--- one table for every request (a table a request costs Redis more).
-local take_all_ds = {}
-
 function TB.take_all(ki, sps, raw, cost)
   local ds = take_all_ds
   local all = true
   for j = 1, #sps do
     local sp = sps[j]
-    local nq, base
-    if sp.raw == raw then
-      nq, base = sp.nq, sp.base
-    else
+    local nq, base = sp.nq, sp.base -- tb_now's, if computed for raw
+    if sp.raw ~= raw then
       nq, base = tb_now(sp, raw)
     end
     local key = KEYS[ki + j - 1]
-    local s = rcall('GET', key)
-    local d = 0
-    if s then -- tb_deficit, written out
-      d = (s - base) % TWO52
-      if d >= TWO51 then
-        d = d - TWO52
-      end
-      if d < 0 then
-        d = 0
-      end
-    end
+    local d = tb_deficit(rcall('GET', key), base)
     local full = sp.c * sp.p
     if d > full then
       -- The clock went back (tb_deficit): empty as of now, as look stores it.
