@@ -19,9 +19,9 @@ import (
 const testClockKey = "hybridlimit-test-clock"
 
 // testClockScripts are the production scripts with two functions replaced:
-// clock() reads testClockKey, and ttl_ms() adds ten minutes, so that keys
-// never expire in real time while the test's clock stands still. Everything
-// else is byte for byte the production code.
+// clock() reads testClockKey, and ttl_ms() (and tb_admit's copy of it) adds
+// ten minutes, so that keys never expire in real time while the test's
+// clock stands still. Everything else is byte for byte the production code.
 func testClockScripts(t testing.TB) *scriptSet {
 	t.Helper()
 	replace := func(src, old, new string) string {
@@ -34,6 +34,9 @@ func testClockScripts(t testing.TB) *scriptSet {
 		src = replace(src, "  local t = rcall('TIME')\n  return tonumber(t[1]) * 1000000 + tonumber(t[2])\n",
 			"  return tonumber(rcall('GET', '"+testClockKey+"'))\n")
 		src = replace(src, "  return ms_arg(d + 1)\n", "  return ms_arg(d + 1 + 600000)\n")
+		if strings.Contains(src, "local function tb_admit(") { // scripts without token_bucket.lua lack it
+			src = replace(src, "'PX', ms_arg(ms + 1))", "'PX', ms_arg(ms + 1 + 600000))")
+		}
 		return src
 	})
 }
