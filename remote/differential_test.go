@@ -26,9 +26,11 @@ var limitSets = [][]limit.Limit{
 	{limit.PerSecond(5), {Algorithm: limit.FixedWindow, Rate: 5, Period: time.Second}},
 	{{Algorithm: limit.SlidingWindowLog, Rate: 6, Period: time.Second}, limit.PerHour(40)},
 	{{Algorithm: limit.LeakyBucket, Rate: 4, Period: time.Second, Burst: 4}, {Algorithm: limit.SlidingWindowCounter, Rate: 7, Period: time.Second}, limit.PerHour(40)},
-	// Token buckets alone, decided in one step (TB.take_all): 100/min and
-	// 1000/hour in small.
+	// Token and leaky buckets alone, decided in one step (TB.take_all):
+	// 100/min and 1000/hour in small, and leaky buckets with them.
 	{limit.PerSecond(5), limit.PerHour(40)},
+	{{Algorithm: limit.LeakyBucket, Rate: 4, Period: time.Second, Burst: 4}, limit.PerHour(40)},
+	{{Algorithm: limit.LeakyBucket, Rate: 4, Period: time.Second, Burst: 4}, {Algorithm: limit.LeakyBucket, Rate: 30, Period: time.Minute, Burst: 2}},
 	{{Algorithm: limit.TokenBucket, Rate: 3, Period: 100 * time.Millisecond, Burst: 7}, limit.PerSecond(5), limit.PerHour(40)},
 	// Named limits whose rate, period or burst differs from set to set:
 	// each meets its state written for another, and converts it.

@@ -66,11 +66,19 @@ local function read_sets()
     if nl == 1 and sps[1].tag == nil then
       take = ALG[sps[1].alg].take or false
     end
-    local all = nl > 1 and ALG[0] and ALG[0].take_all or false
+    -- Unnamed token and leaky buckets are decided in one step (TB.take_all),
+    -- but a lone token bucket, which take decides.
+    local all = ALG[0] and ALG[0].take_all or false
+    local leaky = false
     for j = 1, nl do
-      if sps[j].alg ~= 0 or sps[j].tag ~= nil then
+      local a = sps[j].alg
+      if (a ~= 0 and a ~= 1) or sps[j].tag ~= nil then
         all = false
       end
+      leaky = leaky or a == 1
+    end
+    if nl == 1 and not leaky then
+      all = false
     end
     sets[s] = {sps = sps, take = take, take_all = all}
   end

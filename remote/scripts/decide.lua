@@ -11,7 +11,7 @@
 -- algorithm decides it in one step (TB.take), 2, remaining, reset when
 -- allowed and 3, remaining, retry, reset when denied (retry and reset in
 -- µs); for another decision allowed (1 or 0), binding, remaining, retry,
--- reset, delay (several unnamed token buckets in one step, TB.take_all); for a lease, as lease.lua takes it, granted, binding,
+-- reset, delay (unnamed token and leaky buckets in one step, TB.take_all); for a lease, as lease.lua takes it, granted, binding,
 -- remaining, retry, reset, delay and the server time (µs) of the lease;
 -- for a give-back nothing (giveback.lua's, batched).
 local now = clock()
@@ -64,14 +64,14 @@ while i <= nargs do
       oi = oi + 4
     end
   elseif set.take_all and not lease then
-    local ok, best, remaining, retry, reset = set.take_all(ki, set.sps, now, cost)
+    local ok, best, remaining, retry, reset, delay = set.take_all(ki, set.sps, now, cost)
     ki = ki + #set.sps
     out[oi + 1] = ok
     out[oi + 2] = best
     out[oi + 3] = remaining
     out[oi + 4] = retry
     out[oi + 5] = reset
-    out[oi + 6] = 0
+    out[oi + 6] = delay
     oi = oi + 6
   elseif lease then
     local views

@@ -130,11 +130,13 @@ end
 -- one table for every request (a table a request costs Redis more).
 local take_all_ds = {}
 
--- take_all decides a request of cost units against several unnamed token
--- buckets sps, whose keys are KEYS[ki] on, all or nothing, exactly as
--- look, allows, commit and bind do, without their tables: a request
--- against 100/min and 1000/hour. Returns allowed (1 or 0), the binding
--- limit's index (from 0), its remaining, retry and reset (µs).
+-- take_all decides a request of cost units against unnamed token and
+-- leaky buckets sps, whose keys are KEYS[ki] on, all or nothing, exactly
+-- as look, allows, commit and bind do, without their tables: a request
+-- against 100/min and 1000/hour, or against a leaky bucket. Returns
+-- allowed (1 or 0), the binding limit's index (from 0), its remaining,
+-- retry and reset, and the delay (µs): the longest wait, when allowed,
+-- before a leaky bucket's queue reaches the request (its decide).
 function TB.take_all(ki, sps, raw, cost)
   local ds = take_all_ds
   local all = true
@@ -159,7 +161,7 @@ function TB.take_all(ki, sps, raw, cost)
   end
   -- As bind: allowed, the limit with the fewest remaining; denied, the
   -- denying limit with the longest retry; the first of equals.
-  local best, brem, bretry, breset = -1, 0, 0, 0
+  local best, brem, bretry, breset, delay = -1, 0, 0, 0, 0
   for j = 1, #sps do
     local sp = sps[j]
     local q, p, r = sp.q, sp.p, sp.r
@@ -170,6 +172,12 @@ function TB.take_all(ki, sps, raw, cost)
       if best < 0 or rem < brem then
         best, brem, bretry, breset = j - 1, rem, 0, after_us
       end
+      if sp.alg == 1 then -- leaky: until the deficit before this request drains
+        local w = (nq + cdiv(d, r)) * q - raw
+        if w > delay then
+          delay = w
+        end
+      end
     elseif d + need > full then
       local retry = mmax((nq + cdiv(d + need - full, r)) * q - raw, 0)
       if best < 0 or retry > bretry then
@@ -177,7 +185,7 @@ function TB.take_all(ki, sps, raw, cost)
       end
     end
   end
-  return all and 1 or 0, best, brem, bretry, breset
+  return all and 1 or 0, best, brem, bretry, breset, delay
 end
 
 function TB.avail(v)
