@@ -12,8 +12,8 @@ import (
 	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
 )
 
-// digitsProbe runs the prelude's istr and str on each integer of ARGV (as
-// digits) and returns istr's answer and str's, in turn.
+// digitsProbe runs digits.lua's istr and the prelude's str on each integer
+// of ARGV (as digits) and returns istr's answer and str's, in turn.
 func digitsProbe() string {
 	var s source
 	s.write(prelude, digits)
@@ -30,8 +30,8 @@ return out
 	return s.b.String()
 }
 
-// digitsCases are the integers istr must write: the edges of each group
-// of four digits, every power of ten and its neighbours, the largest
+// digitsCases are the integers istr must write: every power of ten and
+// its neighbours (the edges of its groups of three digits), the largest
 // integers a double holds exactly, negatives, and random ones of every
 // length.
 func digitsCases() []int64 {

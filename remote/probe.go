@@ -74,12 +74,12 @@ var probeLimits = []limit.Limit{
 
 // Probe sends a PING (Connect), then runs every script entry point once,
 // on reserved keys: the one-step token bucket, a decision against one
-// limit of each algorithm (and a named one), a lease and its give-back. It returns nil when all
-// ran, an error wrapping ErrMisconfigured when the node refuses them for
-// a reason IsConfigError reports, and the error otherwise (the node is
-// down, slow, or out of memory). Users of a least-privilege ACL find out
-// here, at startup, what a script would otherwise fail with at its first
-// request.
+// limit of each algorithm (and a named one), a lease and its give-back.
+// It returns nil when all ran, an error wrapping ErrMisconfigured when the
+// node refuses them for a reason IsConfigError reports, and the error
+// otherwise (the node is down, slow, or out of memory). Users of a
+// least-privilege ACL find out here, at startup, what a script would
+// otherwise fail with at its first request.
 func (s *Store) Probe(ctx context.Context) (err error) {
 	wrap := func(what string, err error) error {
 		if IsConfigError(err) {

@@ -1,5 +1,5 @@
 -- The function library's integer writer, istr, which takes the place of
--- the prelude's str, arg and ms_arg there (newLibrary). Not in scripts.
+-- the prelude's str and ms_arg there (newLibrary). Not in scripts.
 
 -- DIG[i] is i in decimal digits and PAD[i] the same to three digits, for
 -- i in 0..999: istr's tables, which a function library builds once, on its
@@ -74,4 +74,4 @@ local function istr(x)
   return sformat('%.0f', x)
 end
 
-str, arg, ms_arg = istr, istr, istr
+str, ms_arg = istr, istr

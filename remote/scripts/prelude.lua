@@ -55,15 +55,12 @@ local function modmul(a, b)
   return (mid * TWO26 + al * bl) % TWO52
 end
 
--- Integers go to Redis as digit strings: never exponents, never fractions.
--- A function library writes them with istr (digits.lua).
+-- Integers go to Redis as digit strings, exact below 2^53: never
+-- exponents, never fractions. A function library writes them with istr
+-- (digits.lua).
 local function str(x)
   return sformat('%.0f', x)
 end
-
--- An integer passed straight to redis.call, exact below 2^53: a digit
--- string (str) in a script; istr in a function library (digits.lua).
-local arg = str
 
 -- A TTL in milliseconds (below 10^14) passed straight to redis.call: the
 -- number itself in a script (written exactly by Redis 6's "%.14g" and 7's

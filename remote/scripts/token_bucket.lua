@@ -75,7 +75,7 @@ local function tb_admit(key, sp, nq, base, raw, d)
   if ms < 1 then
     ms = 1
   end
-  rcall('SET', key, arg((base + d) % TWO52), 'PX', ms_arg(ms + 1))
+  rcall('SET', key, str((base + d) % TWO52), 'PX', ms_arg(ms + 1))
   -- fdiv(full - d, p): the remaining
   local a = sp.c * p - d
   m = a % p
@@ -117,7 +117,7 @@ function TB.take(key, sp, raw, cost)
     if d > full then
       -- The clock went back (tb_deficit): empty as of now.
       d = full
-      rcall('SET', key, arg(mod52(base + full)), 'PX', ttl_ms((nq + cdiv(full, r)) * q, raw))
+      rcall('SET', key, str(mod52(base + full)), 'PX', ttl_ms((nq + cdiv(full, r)) * q, raw))
     end
     return 0, mmax(fdiv(full - d, p), 0), mmax((nq + cdiv(d + need - full, r)) * q - raw, 0),
       mmax((nq + cdiv(d, r)) * q - raw, 0)
@@ -152,7 +152,7 @@ function TB.take_all(ki, sps, raw, cost)
     if d > full then
       -- The clock went back (tb_deficit): empty as of now, as look stores it.
       d = full
-      rcall('SET', key, arg(mod52(base + full)), 'PX', ttl_ms((nq + cdiv(full, sp.r)) * sp.q, raw))
+      rcall('SET', key, str(mod52(base + full)), 'PX', ttl_ms((nq + cdiv(full, sp.r)) * sp.q, raw))
     end
     ds[j] = d
     if d + cost * sp.p > full then
