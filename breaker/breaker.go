@@ -232,7 +232,7 @@ func New(name string, cfg Config) (*Breaker, error) {
 	if name == "" {
 		return nil, ErrInvalidName
 	}
-	cfg, err := cfg.withDefaults(name)
+	cfg, err := cfg.WithDefaults(name)
 	if err != nil {
 		return nil, err
 	}

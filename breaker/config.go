@@ -76,9 +76,12 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// withDefaults returns a copy of c with defaults filled in, or an error
-// naming the first invalid field.
-func (c Config) withDefaults(name string) (Config, error) {
+// WithDefaults returns a copy of c with its defaults filled in, as New
+// applies them to the breaker called name, or an error naming the first
+// invalid field. A user of New that needs the settings it will run with
+// (an OpenTimeout to report) reads them here rather than applying the
+// defaults a second time.
+func (c Config) WithDefaults(name string) (Config, error) {
 	if c.OpenTimeout < 0 {
 		return c, fmt.Errorf("%w: %q: OpenTimeout %v is negative (0 means the default, %v)",
 			ErrInvalidConfig, name, c.OpenTimeout, DefaultOpenTimeout)
