@@ -29,8 +29,9 @@ type Config struct {
 	// drops expired entries and otherwise evicts the least recently used of
 	// a small sample; an evicted key forgets its state and looks fresh
 	// (a full bucket, an empty window) the next time it is seen.
-	// An entry takes 192 bytes, plus its key when longer than 48 bytes.
-	// Default 1_000_000 (DefaultMaxKeys), about 200 MB at most.
+	// An entry takes 192 bytes and its place in its shard's index about
+	// 34 more, plus its key when longer than 48 bytes. Default 1_000_000
+	// (DefaultMaxKeys), about 225 MB at most.
 	MaxKeys int
 
 	// Shards is the number of independently locked parts the keys are

@@ -67,7 +67,8 @@
 //   - when memory is full (see below).
 //
 // Memory is bounded: there are never more than Config.MaxKeys entries (192
-// bytes each, plus keys longer than 48 bytes), spread evenly over the shards.
+// bytes each, about 34 more for their place in the index, plus keys longer
+// than 48 bytes), spread evenly over the shards.
 // Inserting into a full shard samples eight of its entries and drops the
 // expired ones among them or, when none is, the least recently used.
 // Eviction forgets state: an evicted key looks fresh the next time it is

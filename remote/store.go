@@ -24,8 +24,10 @@ type Client interface {
 	// Scripter loads the scripts (SCRIPT EXISTS, SCRIPT LOAD) where the
 	// node has no functions.
 	redis.Scripter
-	// Pipelined sends several commands in one round trip: the requests of
-	// a batch on a Cluster, grouped by slot.
+	// Pipelined sends several commands in one round trip: a batch's
+	// script calls on a client that is neither a *redis.Client (one
+	// multi-request script call) nor a *redis.ClusterClient (whose batch
+	// travels over the Store's own clients of its masters, cluster.go).
 	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
 	// Process runs one command the Store builds itself: FCALL or EVALSHA,
 	// FUNCTION LOAD, CONFIG GET, DEL.
