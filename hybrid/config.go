@@ -95,8 +95,9 @@ const (
 )
 
 // LeaseConfig configures leases: a (key, limits) this instance sees more
-// than HotRate times a second is served from units taken from Redis in
-// batches and spent in process (SourceLease). The limit can then be exceeded
+// than WarmRate times a second (HotRate when its lease could hold only a
+// unit or two) is served from units taken from Redis in batches and spent
+// in process (SourceLease). The limit can then be exceeded
 // by at most the units outstanding in leases (Stats.LeaseUnits). A key over
 // its limit keeps a lease that waits for the refill, and is denied in
 // process meanwhile. LeakyBucket limits are leased as places in the queue,
@@ -129,14 +130,8 @@ type LeaseConfig struct {
 	TTL time.Duration
 }
 
-// The lease defaults. DefaultWarmRate leases warm keys: on Zipf traffic
-// (1,000,000 keys, s = 1.1, 1000/s each, one instance) leasing from 25
-// requests a second rather than 200 took Redis's share of the decisions
-// from 46-48 % to 27-28 % and the CPU per decision, client and Redis, from
-// 9.4-11.1 µs to 5.8-6.5 µs, at the same accuracy (99.9 % of the ideal);
-// from 10 a second, the give-backs of tens of thousands of leases a second
-// overwhelmed the node (47 % of the decisions from the failure mode, when
-// each was a round trip of its own; they ride in the node's batches now).
+// The lease defaults. How DefaultWarmRate was chosen, with its figures on
+// Zipf traffic, is in DESIGN-NOTES ("Warm keys are leased too").
 const (
 	DefaultHotRate     = 200
 	DefaultWarmRate    = 25
@@ -146,8 +141,9 @@ const (
 )
 
 // BatchConfig configures batching: while round trips to a node are in
-// flight, the requests for that node that arrive gather, and the next round
-// trip decides them all in one script call. An idle node is asked at once.
+// flight, the requests for that node that arrive wait in its queue, and the
+// next round trip decides them all in one script call. A request that
+// finds its node idle is sent at once, by its caller.
 type BatchConfig struct {
 	// Disable sends every request in a round trip of its own (up to the
 	// client's pool size in flight at once).
@@ -161,12 +157,24 @@ type BatchConfig struct {
 	// in flight grow with a node's latency, up to this cap. Default
 	// DefaultMaxInFlight. With Disable, the cap is the pool size.
 	MaxInFlight int
+	// MaxQueue caps the requests waiting for a round trip to one node; one
+	// more is answered by the failure mode at once (ReasonQueueFull)
+	// instead of waiting out its budget behind a node that cannot keep
+	// up. Default DefaultMaxQueue.
+	MaxQueue int
 }
 
-// The batch defaults: BatchConfig.MaxSize and MaxInFlight.
+// The batch defaults: BatchConfig.MaxSize, MaxInFlight and MaxQueue.
+// DefaultMaxQueue is far above what a healthy node keeps waiting (a few
+// batches: 64 callers on 3 nodes queue about 20 each), and the most that a
+// slow one may hold before its callers are answered at once: 4,096
+// waiting requests are 64 round trips of 64 with batching on, and with
+// batching off as many round trips as the node's connections make in one
+// Timeout at 4,096 / (pool × Timeout) a second.
 const (
 	DefaultBatchMaxSize = 64
 	DefaultMaxInFlight  = 8
+	DefaultMaxQueue     = 4096
 )
 
 // DenyCacheConfig configures the denial cache.
@@ -190,8 +198,9 @@ type Config struct {
 	// Addrs is shorthand for one node per address, "host:port" or a
 	// redis:// or rediss:// URL with user, password, database and TLS
 	// (remote.ParseAddr), named by its host:port (and /db), with a client
-	// the Limiter builds (remote.NewClient: bounded timeouts, no retries;
-	// scripts loaded by New) and closes.
+	// the Limiter builds (remote.BoundOptions, with read and write
+	// timeouts of at least Timeout; no retries; scripts loaded by New) and
+	// closes.
 	Addrs []string
 	// Prefix starts every Redis key. Default remote.DefaultPrefix ("rl:").
 	Prefix string
@@ -208,7 +217,7 @@ type Config struct {
 	// Breaker configures each node's circuit breaker.
 	Breaker BreakerConfig
 	// MaxLocalKeys bounds the keys the in-process fallback holds, at about
-	// 224 bytes each for short keys (225 MB at the default, measured by
+	// 225 bytes each for short keys (225 MB at the default, measured by
 	// TestMemoryPlateaus; held only while a node fails). Default
 	// DefaultMaxLocalKeys.
 	MaxLocalKeys int
@@ -244,21 +253,16 @@ func (c Config) withDefaults() (Config, error) {
 	if math.IsNaN(c.FallbackShare) || c.FallbackShare <= 0 || c.FallbackShare > 1 {
 		return c, fmt.Errorf("hybrid: FallbackShare %v outside (0, 1]", c.FallbackShare)
 	}
-	if c.Breaker.FailureRatio < 0 || c.Breaker.FailureRatio > 1 || math.IsNaN(c.Breaker.FailureRatio) {
-		return c, fmt.Errorf("hybrid: Breaker.FailureRatio %v outside (0, 1]", c.Breaker.FailureRatio)
+	b, err := breaker.Config{
+		ConsecutiveFailures: c.Breaker.ConsecutiveFailures,
+		FailureRatio:        c.Breaker.FailureRatio,
+		OpenTimeout:         c.Breaker.OpenTimeout,
+		HalfOpenProbes:      c.Breaker.HalfOpenProbes,
+	}.WithDefaults("hybrid")
+	if err != nil {
+		return c, fmt.Errorf("hybrid: Breaker: %w", err)
 	}
-	if c.Breaker.OpenTimeout < 0 {
-		return c, fmt.Errorf("hybrid: negative Breaker.OpenTimeout %v", c.Breaker.OpenTimeout)
-	}
-	if c.Breaker.ConsecutiveFailures == 0 {
-		c.Breaker.ConsecutiveFailures = DefaultConsecutiveFailures
-	}
-	if c.Breaker.OpenTimeout == 0 {
-		c.Breaker.OpenTimeout = DefaultOpenTimeout
-	}
-	if c.Breaker.HalfOpenProbes == 0 {
-		c.Breaker.HalfOpenProbes = DefaultHalfOpenProbes
-	}
+	c.Breaker = BreakerConfig{ConsecutiveFailures: b.ConsecutiveFailures, FailureRatio: b.FailureRatio, OpenTimeout: b.OpenTimeout, HalfOpenProbes: b.HalfOpenProbes}
 	if c.MaxLocalKeys < 0 {
 		return c, fmt.Errorf("hybrid: negative MaxLocalKeys %d", c.MaxLocalKeys)
 	}
@@ -295,6 +299,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Batch.MaxInFlight == 0 {
 		c.Batch.MaxInFlight = DefaultMaxInFlight
+	}
+	if c.Batch.MaxQueue < 0 {
+		return c, fmt.Errorf("hybrid: negative Batch.MaxQueue %d", c.Batch.MaxQueue)
+	}
+	if c.Batch.MaxQueue == 0 {
+		c.Batch.MaxQueue = DefaultMaxQueue
 	}
 	if c.DenyCache.MaxKeys < 0 {
 		return c, fmt.Errorf("hybrid: negative DenyCache.MaxKeys %d", c.DenyCache.MaxKeys)

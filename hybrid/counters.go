@@ -39,7 +39,8 @@ func (c *counters) add(src Source, allowed bool) {
 		// slice at a time, and a goroutine whose Redis reply has arrived
 		// waits behind all such callers, past its Timeout: the node
 		// would be judged down and its keys answered by the failure mode
-		// because our own process was busy.
+		// because our own process was busy. Without it
+		// TestSpinningCallersDoNotStarveRedis admits 2.5× its limit.
 		runtime.Gosched()
 	}
 }
@@ -56,11 +57,9 @@ func stripe() int {
 }
 
 // yieldEvery is how many answers from memory (a lease, the denial cache,
-// the failure mode) pass between two yields of the processor, on average.
-// 256 keeps the yields out of the p99 of those answers: with 16 for the
-// failure mode, `go run ./bench -fault kill` measured a p99 of 190-440 µs
-// for the fallback's answers, against 1.2-1.7 µs with 256, at the same
-// throughput.
+// the failure mode) pass between two yields of the processor, on average:
+// rarely enough that the yields stay out of the p99 of those answers
+// (DESIGN-NOTES, "Answers from memory yield the processor now and then").
 const yieldEvery = 256
 
 // load returns the totals: allowed and denied by Source.

@@ -11,7 +11,8 @@ import (
 // is answered in process until its RetryAfter passes: no Redis call for an
 // abusive client. It holds about max entries (one per key: the latest
 // denial). Reads take no lock, so any number of goroutines hammering one
-// denied key never wait for each other.
+// denied key never wait for each other. A nil *denyCache is the cache
+// turned off: it remembers and answers nothing.
 type denyCache struct {
 	base time.Time // monotonic origin of the entries' deadlines
 	m    sync.Map  // key string -> *denial, never modified once stored
@@ -21,10 +22,11 @@ type denyCache struct {
 }
 
 // denial is one remembered denial: requests for the same key, with the same
-// limits and at least the same cost, are denied until until.
+// limits and a cost from cost to most, are denied until until.
 type denial struct {
 	limits []Limit
 	cost   int64
+	most   int64         // the smallest capacity of limits: a cost above it is bad input
 	until  time.Duration // since base
 	res    Result        // as Redis answered, at time until-RetryAfter
 }
@@ -33,34 +35,28 @@ func newDenyCache(maxKeys int) *denyCache {
 	return &denyCache{base: time.Now(), max: int64(max(1, maxKeys))}
 }
 
-// get returns the remembered denial for the request, with its RetryAfter
-// and ResetAfter counted down, or ok false.
-func (c *denyCache) get(key string, n int64, limits []Limit) (Result, bool) {
-	d, now := c.find(key, limits)
-	if d == nil || n < d.cost {
-		return Result{}, false
-	}
-	return d.answer(now), true
-}
-
-// find returns the live denial remembered for key under limits, and the
-// time it was looked up at, or nil. A request for key with those limits
-// and at least its cost is denied (answer).
-func (c *denyCache) find(key string, limits []Limit) (*denial, time.Duration) {
-	if c.n.Load() == 0 {
+// answer is the denial cache's stage of a request: the denial remembered
+// for a request like it (the same key and limits, a cost no smaller), with
+// its RetryAfter and ResetAfter counted down, or ok false. A denial is
+// remembered only for a request Redis decided, so valid input: one like it
+// is valid too, and the cache answers before validation, which took a
+// quarter of a cached denial's time (BenchmarkDenyCache); a cost above a
+// limit's capacity is left to validation. The cache off (c nil): ok false.
+func (c *denyCache) answer(key string, n int64, limits []Limit) (Result, bool) {
+	if c == nil || c.n.Load() == 0 {
 		// Nothing denied lately: no lookup.
-		return nil, 0
+		return Result{}, false
 	}
 	v, ok := c.m.Load(key)
 	if !ok {
-		return nil, 0
+		return Result{}, false
 	}
 	d := v.(*denial)
 	now := time.Since(c.base)
-	if now >= d.until || !slices.Equal(d.limits, limits) {
-		return nil, 0 // an expired denial stays until replaced or evicted
+	if now >= d.until || n < d.cost || n > d.most || !slices.Equal(d.limits, limits) {
+		return Result{}, false // an expired denial stays until replaced or evicted
 	}
-	return d, now
+	return d.answer(now), true
 }
 
 // answer is the denial as Redis would give it at now (since the cache's
@@ -74,13 +70,15 @@ func (d *denial) answer(now time.Duration) Result {
 	return r
 }
 
-// put remembers a denial Redis gave for the request.
-func (c *denyCache) put(key string, n int64, limits []Limit, r Result) {
-	if r.Allowed || r.RetryAfter <= 0 {
+// put remembers r, a denial Redis gave for the request, for keep (at most
+// its RetryAfter). The cache off (c nil): nothing.
+func (c *denyCache) put(key string, n int64, limits []Limit, r Result, keep time.Duration) {
+	if c == nil || r.Allowed || r.RetryAfter <= 0 || keep <= 0 {
 		return
 	}
+	r.RetryAfter = min(r.RetryAfter, keep)
 	now := time.Since(c.base)
-	d := &denial{limits: slices.Clone(limits), cost: n, until: now + r.RetryAfter, res: r}
+	d := &denial{limits: slices.Clone(limits), cost: n, most: minCapacity(limits), until: now + r.RetryAfter, res: r}
 	if _, loaded := c.m.Swap(key, d); !loaded && c.n.Add(1) > c.max {
 		c.evict(now)
 	}
@@ -104,10 +102,18 @@ func (c *denyCache) evict(now time.Duration) {
 }
 
 // len returns the number of entries held.
-func (c *denyCache) len() int { return int(c.n.Load()) }
+func (c *denyCache) len() int {
+	if c == nil {
+		return 0
+	}
+	return int(c.n.Load())
+}
 
 // drop forgets the denial remembered for key, if any.
 func (c *denyCache) drop(key string) {
+	if c == nil {
+		return
+	}
 	if _, ok := c.m.LoadAndDelete(key); ok {
 		c.n.Add(-1)
 	}

@@ -9,21 +9,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hybridlimit/hybridlimit/breaker"
 	"github.com/hybridlimit/hybridlimit/remote"
 )
 
-// leaseReply is a lease as a round trip answers it: remote.Result with
-// Granted and At set.
-type leaseReply = remote.Result
-
 // Leases serve hot keys in process. When this instance sees a (key, limits)
-// more often than Lease.HotRate per second, it takes a batch of units from
-// Redis in one atomic script (a lease request of remote's decide call: the
-// units leave the shared budget at once) and spends them locally,
-// lock-free. Before the batch runs
-// out a background renewal takes the next one, sized to the instance's own
-// recent demand (about Lease.RenewEvery of it) and capped at
-// Lease.MaxFraction of the smallest capacity. A lease expires after
+// more often than Lease.WarmRate per second (Lease.HotRate for a limit
+// whose lease could hold fewer than minLeaseBatch units: see hot), it takes
+// a batch of units from Redis in one atomic script (a lease request of
+// remote's decide call: the units leave the shared budget at once) and
+// spends them locally, lock-free. Before the batch runs out a background
+// renewal takes the next one, sized to the instance's own recent demand
+// (about Lease.RenewEvery of it) and capped at Lease.MaxFraction of the
+// smallest capacity. A lease expires after
 // Lease.TTL, or at the end of a window, whichever is first; the units left
 // are given back to Redis on expiry and on Close. The limit is thus never
 // exceeded by more than the units outstanding in leases at that moment,
@@ -34,9 +32,10 @@ type leaseReply = remote.Result
 // ending. While it is dry its requests are denied in process, with a
 // RetryAfter that counts to the next batch, and the next batch is asked
 // for one poll later: a batch's refill time (ceiling units) at the rate of
-// the limit that bound the short batch, or Redis's RetryAfter if longer. So a client hammering a key far
-// over a fast limit costs a few Redis calls per poll across all instances,
-// and every unit the limit refills is taken and spent.
+// the limit that bound the short batch, or Redis's RetryAfter if longer.
+// So a client hammering a key far over a fast limit costs a few Redis calls
+// per poll across all instances, and every unit the limit refills is taken
+// and spent.
 //
 // A LeakyBucket lease holds places in the queue: Redis reports the work
 // ahead of the batch's first place, and each place k of the batch is one
@@ -49,20 +48,9 @@ type leaseReply = remote.Result
 // find hot keys: bounded memory whatever the number of keys (1 MB). It is
 // a count-min sketch of two rows of hotSlots/2: a key counts in one slot of
 // each row (two halves of one hash), and its demand is the smaller count,
-// over the last two hotWindows.
-//
-// A key at DefaultWarmRate makes 2.5 requests a window. With one row of
-// 65,536 slots and the busier of the two windows as the rate, 160,000 cold
-// requests a second over 100,000 keys (0.24 per slot and window, and a
-// cold key's own requests come in pairs now and then) made 3.1% of them
-// look warm in steady traffic (TestColdKeysDoNotLookWarm), and each was
-// leased: a lease and a give-back for a request or two (the uniform
-// workload ran 5% slower than with no warm leasing). Two rows, counted
-// over two windows (a warm key makes 5 requests there, a cold slot about
-// 1), take that to 0.13%. The background grows with the traffic an
-// instance sees: at 500,000 cold requests a second 2.5% of those over 10 M
-// keys look warm (8.9% with one row). (With 4,096 slots, every cold key
-// looked warm.)
+// over the last two hotWindows. Two rows over two windows keep cold keys
+// from looking warm (TestColdKeysDoNotLookWarm; DESIGN-NOTES, "The hot-key
+// table is a count-min sketch over two windows", has the figures).
 const hotSlots = 1 << 16
 
 // hotRow is the number of slots in each row of the sketch.
@@ -240,8 +228,11 @@ func (ls *leases) sweep() {
 
 // rehome ends the leases whose key the ring now routes to another node
 // (after AddNode or RemoveNode): their units came from a node that no
-// longer decides the key.
+// longer decides the key. Leases off (ls nil): nothing.
 func (ls *leases) rehome() {
+	if ls == nil {
+		return
+	}
 	ls.entries.Range(func(k, v any) bool {
 		if e := v.(*leaseEntry); ls.topo.locate(k.(string)) != e.node {
 			ls.expire(k.(string), e)
@@ -384,10 +375,99 @@ func (ls *leases) deleted(key string) {
 	ls.count.Add(-1)
 }
 
+// answer is the lease stage of a request: it answers from the units this
+// instance holds for the key (SourceLease), or denies while the key's
+// lease waits for the refill (SourceDenyCache); otherwise it declines,
+// with the claim through which the node decides the request
+// (leaseClaim.decide). A lease serves only requests with the limits it
+// was taken for and a cost from 1 to the units held, so what it answers
+// is valid input: it is asked before validation, which took a tenth of
+// a lease answer's time. Leases off (ls nil): it declines.
+func (ls *leases) answer(key string, n int64, limits []Limit) (Result, bool, leaseClaim) {
+	if ls == nil || n < 1 {
+		return Result{}, false, leaseClaim{}
+	}
+	h := ls.hash(key)
+	r, served, held := ls.spend(key, h, n, limits)
+	return r, served, leaseClaim{ls: ls, h: h, held: held}
+}
+
+// leaseClaim is what the lease stage keeps of a request it declined.
+type leaseClaim struct {
+	ls   *leases // nil: leases are off, or the request is not one they serve
+	h    uint64  // the key's hash in the hot-key table
+	held bool    // the key has a live lease (ran dry, a renewal on its way, or other limits)
+}
+
+// decide has nd decide req, the request for key the lease stage declined
+// (key apart: taken from req, it would make req's limits escape). A hot
+// key that has no lease takes one, and the request is charged from it
+// (leases.take). Otherwise the node decides req as any request; when
+// Redis denies it, a batch that landed for the key while it was out
+// serves it (an instance never denies a request while it holds units of
+// its key); and the Remaining of a leased key counts the units this
+// instance holds. a says why the failure mode must answer when !a.ok; the
+// budget is the call's, so a failed take is not followed by a decision.
+func (c leaseClaim) decide(ctx context.Context, nd *node, key string, req remote.Request, deadline time.Time, shard *breaker.Breaker) (r Result, a answer) {
+	ls, n, limits := c.ls, req.N(), req.Limits()
+	if ls != nil && !c.held {
+		if rate := ls.demandOf(c.h); ls.hot(rate, limits) {
+			r, st, a := ls.take(ctx, deadline, nd, req, rate)
+			if st != takeSkipped {
+				return r, a
+			}
+		}
+	}
+	if a = nd.ask(ctx, req, deadline, shard); !a.ok {
+		return Result{}, a
+	}
+	r = result(a.out.Decision, limits, a.out.Binding, SourceRemote)
+	if r.Allowed {
+		r.Granted = n
+	}
+	if ls == nil {
+		return r, a
+	}
+	if !r.Allowed {
+		if lr, served, _ := ls.spend(key, c.h, n, limits); served && lr.Allowed {
+			return lr, a
+		}
+	}
+	if c.held {
+		// Redis counts the units this instance's lease holds as spent;
+		// they are the caller's budget still. Of Redis's two answers,
+		// the request's and the lease's last batch's, the later has the
+		// smaller remaining (but for what refilled between them): a
+		// batch run after the request in the same round trip is held
+		// here now, and must not count twice.
+		units, batch := ls.holding(key, limits, r.Binding)
+		base := r.Remaining
+		if batch >= 0 {
+			base = min(base, batch)
+		}
+		r.Remaining = min(base+units, r.Limit.Capacity())
+	}
+	return r, a
+}
+
+// remember is how long the denial cache may answer with r, a denial
+// decide returned: its RetryAfter, or, while the key holds a lease that
+// ran dry, no longer than a renewal takes (units other instances give
+// back may come before RetryAfter).
+func (c leaseClaim) remember(r Result) time.Duration {
+	if c.held {
+		return min(r.RetryAfter, c.ls.cfg.RenewEvery)
+	}
+	return r.RetryAfter
+}
+
 // spend answers a request from the lease of key, of hash h, if it has one
 // with units left. held reports a live lease for the key (ran dry, a
-// renewal on its way): the request then goes to Redis as usual rather than
-// taking another. It never blocks, and allocates only to start a renewal.
+// renewal on its way, or one for other limits): the request then goes to
+// Redis as usual rather than taking another. It allocates only to start a
+// renewal or to end a lease, and it does not block, but once Close has
+// begun: a lease it ends then gives its units back in the caller's
+// goroutine (goDo), a round trip bounded by the Timeout.
 func (ls *leases) spend(key string, h uint64, n int64, limits []Limit) (r Result, served, held bool) {
 	if ls.slots[h%hotRow].present.Load() == 0 {
 		// No lease in the key's slot (most cold keys): no lookup. A lease
@@ -530,8 +610,8 @@ const (
 
 // take leases a first batch for a hot key and charges the request n from
 // it, within the request's deadline. When Redis gives fewer than n units
-// (they are given back) the request is decided as usual. When the round
-// trip fails, the answer says why.
+// (they are given back) the request is decided as usual. The answer is
+// the round trip's: ok when taken, why it failed when it failed.
 func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, req remote.Request, rate float64) (Result, takeStatus, answer) {
 	n, limits := req.N(), req.Limits()
 	want := ls.size(nd, rate, n, limits)
@@ -591,10 +671,10 @@ func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, req re
 	}
 	if lease.Granted == 0 {
 		// Redis has nothing to give: that is a denial.
-		return result(lease.Decision, limits, lease.Binding, SourceRemote), taken, answer{}
+		return result(lease.Decision, limits, lease.Binding, SourceRemote), taken, a
 	}
 	return Result{Allowed: true, Granted: n, Limit: limits[lease.Binding], Binding: lease.Binding, Remaining: lease.Remaining + granted,
-		ResetAfter: lease.ResetAfter, Delay: lease.Delay, Source: SourceLease}, taken, answer{}
+		ResetAfter: lease.ResetAfter, Delay: lease.Delay, Source: SourceLease}, taken, a
 }
 
 // ttl is Lease.TTL, shortened to the end of the window for FixedWindow,
@@ -707,7 +787,7 @@ func (ls *leases) giveBack(nd *node, req remote.Request, at, units int64) {
 	if err != nil {
 		return // units < 1: nothing to give
 	}
-	// Through the node's batcher, in a decide call with its other
+	// Through the node's queue, in a decide call with its other
 	// requests: one round trip each cost a give-back as much client and
 	// Redis CPU as a decision made alone, and warm keys' leases end often.
 	if a := nd.ask(context.Background(), gr, time.Now().Add(ls.timeout), nil); !a.ok {
@@ -734,7 +814,11 @@ func (ls *leases) outstanding() int64 {
 }
 
 // close stops renewals, gives every lease back and waits for it all.
+// Leases off (ls nil): nothing.
 func (ls *leases) close() {
+	if ls == nil {
+		return
+	}
 	ls.cancel()
 	ls.gate.Lock()
 	ls.closed = true
@@ -751,8 +835,12 @@ func (ls *leases) close() {
 }
 
 // peek answers a Peek from the key's lease when one with units left is
-// held for the same limits: what its next spend would answer.
+// held for the same limits: what its next spend would answer. Leases off
+// (ls nil): ok false.
 func (ls *leases) peek(key string, limits []Limit) (Result, bool) {
+	if ls == nil {
+		return Result{}, false
+	}
 	v, ok := ls.entries.Load(key)
 	if !ok {
 		return Result{}, false
@@ -792,8 +880,12 @@ func (ls *leases) holding(key string, limits []Limit, binding int) (units, remai
 // reset ends the key's lease when it holds any of limits. Its units vanish
 // with the state of the limits reset (a give-back to them could remove
 // what was charged after the reset: a SlidingWindowLog's newest events);
-// those held for its other limits go back to them.
+// those held for its other limits go back to them. Leases off (ls nil):
+// nothing.
 func (ls *leases) reset(key string, limits []Limit) {
+	if ls == nil {
+		return
+	}
 	v, ok := ls.entries.Load(key)
 	if !ok {
 		return

@@ -90,10 +90,7 @@ func TestLeaseFollowsTheRing(t *testing.T) {
 	// A round trip sent before RemoveNode (a renewal of the lease) may
 	// still be in flight: it was not sent after, but ends after.
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		old.batch.mu.Lock()
-		n := old.batch.inflight
-		old.batch.mu.Unlock()
-		if n == 0 {
+		if n, _ := old.q.load(); n == 0 {
 			break
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,11 +29,11 @@ type Limiter struct {
 	leases   *leases    // nil when disabled
 	closed   atomic.Bool
 	counts   counters
-	workers  sync.WaitGroup // every node's round trips' goroutines (batch.go)
+	workers  sync.WaitGroup // every node's goroutines: workers and watcher (roundtrip.go)
 	noNode   atomic.Int64   // answers for keys the ring had no node for
 
-	// Removed nodes whose clients the Limiter built, closed after a grace
-	// period or at Close (guarded by mu).
+	// Removed nodes, let go of after a grace period or at Close (guarded
+	// by mu).
 	retired      []*node
 	retireTimers []*time.Timer
 }
@@ -82,7 +83,7 @@ func New(cfg Config) (*Limiter, error) {
 			closeNodes(nodes)
 			return nil, fmt.Errorf("%w: %w", ErrInvalidNode, err)
 		}
-		c := remote.NewClient(o)
+		c := newClient(o, cfg.Timeout)
 		if err := add(Node{Name: name, Client: c}, true); err != nil {
 			c.Close()
 			closeNodes(nodes)
@@ -104,6 +105,17 @@ func New(cfg Config) (*Limiter, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// newClient is the client the Limiter builds for an address of
+// Config.Addrs: remote.BoundOptions, with read and write timeouts of at
+// least the Limiter's Timeout. The context of each round trip bounds it
+// by the Timeout (ContextTimeoutEnabled); shorter socket timeouts would
+// cut a round trip that Timeout allows.
+func newClient(o *redis.Options, timeout time.Duration) *redis.Client {
+	b := remote.BoundOptions(o)
+	b.ReadTimeout, b.WriteTimeout = max(b.ReadTimeout, timeout), max(b.WriteTimeout, timeout)
+	return redis.NewClient(b)
 }
 
 // NodeOf returns the name of the node that owns key now (as in
@@ -204,119 +216,44 @@ func (l *Limiter) Allow(ctx context.Context, key string, limits ...Limit) (Resul
 // comes in time), the failure mode answers; Result.Source says which.
 //
 // One budget bounds the call, whatever path it takes (a lease, then a
-// decision; a wait for a batch; a probe): AllowN returns by Config.Timeout
-// after it was called, or by ctx's deadline if sooner. When ctx ends first,
-// AllowN returns at once, answered by the failure mode (counted as
-// ReasonCancelled, never against the node). The error is non-nil only for
-// bad input (nothing is consumed) or after Close.
+// decision; a wait for a round trip): AllowN returns by Config.Timeout
+// after it was called, or by ctx's deadline if sooner. When ctx ends while
+// the request waits for a round trip or is carried by one, AllowN returns
+// at once; a caller that makes its node's round trip itself (the node was
+// idle) sees ctx's end when the round trip does, within the budget. Either
+// way the failure mode answers (counted as ReasonCancelled, never against
+// the node). The error is non-nil only for bad input (nothing is consumed)
+// or after Close.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Limit) (Result, error) {
 	if l.closed.Load() {
 		return Result{}, ErrClosed
 	}
-	// A lease is spent before the request is validated: it is held only
-	// for limits that were, and spent only by a request with equal limits
-	// and a cost from 1 to the units held, which never exceed a capacity.
-	// A request a lease serves is valid, and validating it (remote's
-	// limit checks) took a tenth of a lease answer's time.
-	leasing := l.leases != nil && n >= 1
-	held := false
-	var h uint64 // the key's hash in the lease tables
-	if leasing {
-		var r Result
-		var served bool
-		h = l.leases.hash(key)
-		r, served, held = l.leases.spend(key, h, n, limits)
-		if served {
-			return l.count(r), nil
-		}
+	// The leases answer from the units this instance holds, or decline
+	// with their claim on the decision.
+	r, ok, claim := l.leases.answer(key, n, limits)
+	if ok {
+		return l.count(r), nil
 	}
-	// A denial is remembered only for a request Redis decided, so a valid
-	// one: a request with equal limits and the same cost is valid too,
-	// and the cache answers it before validation, which took a quarter
-	// of a cached denial's time (BenchmarkDenyCache). One with a greater
-	// cost may be bad input, and is validated first.
-	var denied *denial
-	var deniedAt time.Duration
-	if l.deny != nil {
-		denied, deniedAt = l.deny.find(key, limits)
-		if denied != nil && n == denied.cost {
-			return l.count(denied.answer(deniedAt)), nil
-		}
+	// The denial cache answers a request like one Redis denied.
+	if r, ok := l.deny.answer(key, n, limits); ok {
+		return l.count(r), nil
 	}
 	req, err := remote.NewDecision(key, n, limits...)
 	if err != nil {
 		return Result{}, err
 	}
-	if denied != nil && n > denied.cost {
-		return l.count(denied.answer(deniedAt)), nil
+	// The node that owns the key decides, through the lease claim; when
+	// it cannot, the failure mode answers.
+	nd, shard, why, ok := l.topo.route(key)
+	if !ok {
+		return l.count(l.failure(opDecide, nd, answer{why: why}, key, n, limits)), nil
 	}
-	nd := l.topo.locate(key)
-	if nd == nil {
-		return l.count(l.failure(opDecide, nil, answer{why: ReasonNoNode}, key, n, limits)), nil
-	}
-	// Nothing would be sent past an open breaker (on a Cluster, that of
-	// the key's master: the others may be healthy), so do not queue.
-	shard, open := nd.breakerFor(key)
-	if open {
-		return l.count(l.failure(opDecide, nd, answer{why: ReasonBreakerOpen}, key, n, limits)), nil
-	}
-	deadline := deadlineOf(ctx, time.Now(), l.cfg.Timeout)
-	if leasing && !held {
-		if rate := l.leases.demandOf(h); l.leases.hot(rate, limits) {
-			r, st, a := l.leases.take(ctx, deadline, nd, req, rate)
-			switch st {
-			case taken:
-				if !r.Allowed && l.deny != nil {
-					l.deny.put(key, n, limits, r)
-				}
-				return l.count(r), nil
-			case takeFailed:
-				// The budget is the call's, not the lease's: no second
-				// round trip after a failed one.
-				return l.count(l.failure(opDecide, nd, a, key, n, limits)), nil
-			}
-		}
-	}
-	a := nd.ask(ctx, req, deadline, shard)
+	r, a := claim.decide(ctx, nd, key, req, deadlineOf(ctx, time.Now(), l.cfg.Timeout), shard)
 	if !a.ok {
 		return l.count(l.failure(opDecide, nd, a, key, n, limits)), nil
 	}
-	r := result(a.out.Decision, limits, a.out.Binding, SourceRemote)
-	if r.Allowed {
-		r.Granted = n
-	}
-	if !r.Allowed && leasing {
-		// Redis has nothing, and this instance may hold units of the key
-		// now (a lease, or a batch, that landed while the request was
-		// out): they are this caller's as much as anyone's. An instance
-		// never denies a request while it holds units of its key.
-		if lr, served, _ := l.leases.spend(key, h, n, limits); served && lr.Allowed {
-			return l.count(lr), nil
-		}
-	}
-	if held {
-		// Redis counts the units this instance's lease holds as spent;
-		// they are the caller's budget still. Of Redis's two answers,
-		// the request's and the lease's last batch's, the later has the
-		// smaller remaining (but for what refilled between them): a
-		// batch run after the request in the same round trip is held
-		// here now, and must not count twice.
-		units, batch := l.leases.holding(key, limits, r.Binding)
-		base := r.Remaining
-		if batch >= 0 {
-			base = min(base, batch)
-		}
-		r.Remaining = min(base+units, r.Limit.Capacity())
-	}
-	if !r.Allowed && l.deny != nil {
-		c := r
-		if held {
-			// This instance holds a dry lease: units other instances
-			// give back may come before RetryAfter, so remember the
-			// denial for no longer than a renewal takes.
-			c.RetryAfter = min(c.RetryAfter, l.cfg.Lease.RenewEvery)
-		}
-		l.deny.put(key, n, limits, c)
+	if !r.Allowed {
+		l.deny.put(key, n, limits, r, claim.remember(r))
 	}
 	return l.count(r), nil
 }
@@ -484,25 +421,24 @@ func (l *Limiter) AddNode(n Node) error {
 		return err
 	}
 	if err := l.warm(map[string]*node{n.Name: nd}); err != nil {
-		return err
+		return errors.Join(err, nd.close())
 	}
 	next := maps.Clone(old)
 	next[n.Name] = nd
 	l.topo.nodes.Store(&next) // before the ring routes to it
 	if err := l.topo.ring.Add(n.Name); err != nil {
 		l.topo.nodes.Store(&old)
-		return fmt.Errorf("%w: %w", ErrInvalidNode, err)
+		return errors.Join(fmt.Errorf("%w: %w", ErrInvalidNode, err), nd.close())
 	}
-	if l.leases != nil {
-		l.leases.rehome()
-	}
+	l.leases.rehome()
 	return nil
 }
 
 // RemoveNode takes a node out of the ring; its keys move to the others.
-// A node built from Config.Addrs has its client closed, and a Cluster node
-// the connections the Limiter opened to its masters, once the calls
-// already sent to it are over (2 × Timeout), or at Close.
+// The calls already sent to it are answered (within 2 × Timeout); then
+// the Limiter lets go of it: a node built from Config.Addrs has its client
+// closed, and a Cluster node the connections the Limiter opened to its
+// masters. Close does this at once for a node still being let go of.
 func (l *Limiter) RemoveNode(name string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -520,52 +456,35 @@ func (l *Limiter) RemoveNode(name string) error {
 	next := maps.Clone(old)
 	delete(next, name)
 	l.topo.nodes.Store(&next)
-	if l.leases != nil {
-		l.leases.rehome()
-	}
-	if nd.owned || nd.sharded {
-		// Calls already routed to the node finish within Timeout; close its
-		// client and its Store after that (or at Close, whichever comes
-		// first).
-		l.retired = append(l.retired, nd)
-		l.retireTimers = append(l.retireTimers, time.AfterFunc(2*l.cfg.Timeout, func() { l.closeRetired(nd) }))
-	}
+	l.leases.rehome()
+	l.retired = append(l.retired, nd)
+	l.retireTimers = append(l.retireTimers, time.AfterFunc(2*l.cfg.Timeout, func() { nd.close() }))
 	return nil
 }
 
-// closeRetired closes a removed node once.
-func (l *Limiter) closeRetired(nd *node) error {
-	if nd.retiredClosed.Swap(true) {
-		return nil
-	}
-	return nd.close()
-}
-
-// Close releases the clients the Limiter built. It is idempotent; after it
-// every call returns ErrClosed.
+// Close gives back the units leases hold, answers the calls under way
+// (those waiting for a round trip are still sent; no call starts after
+// it began), and then releases the nodes: the clients the Limiter built
+// are closed. It is idempotent; after it every call returns ErrClosed.
 func (l *Limiter) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed.Swap(true) {
 		return nil
 	}
-	if l.leases != nil {
-		l.leases.close() // gives the units back while the clients are open
-	}
-	// No round trip starts from now on; those in flight end within
-	// Timeout, before the clients close.
-	for _, nd := range *l.topo.nodes.Load() {
-		nd.batch.close()
-	}
-	for _, nd := range l.retired {
-		nd.batch.close()
-	}
-	l.workers.Wait()
-	var errs []error
+	l.leases.close() // gives the units back while the clients are open
+	nodes := slices.Collect(maps.Values(*l.topo.nodes.Load()))
 	for i, nd := range l.retired {
 		l.retireTimers[i].Stop()
-		errs = append(errs, l.closeRetired(nd))
+		nodes = append(nodes, nd)
 	}
-	errs = append(errs, closeNodes(*l.topo.nodes.Load()))
+	for _, nd := range nodes {
+		nd.q.close() // all at once: each drains in parallel
+	}
+	var errs []error
+	for _, nd := range nodes {
+		errs = append(errs, nd.close())
+	}
+	l.workers.Wait()
 	return errors.Join(errs...)
 }

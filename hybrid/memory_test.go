@@ -72,7 +72,7 @@ func TestMemoryPlateaus(t *testing.T) {
 		var at []int64
 		for round := range 5 {
 			for i := round * bound; i < (round+1)*bound; i++ {
-				c.put(fmt.Sprintf("flood:%d", i), 1, lims, r)
+				c.put(fmt.Sprintf("flood:%d", i), 1, lims, r, r.RetryAfter)
 			}
 			at = append(at, heap()-base)
 		}

@@ -15,7 +15,7 @@ import (
 // Micro-benchmarks of the hot path's parts, in process or on miniredis, so
 // that they run without redis-server:
 //
-//	go test -run '^$' -bench 'Counters|Spend|DenyCache|Batcher' -count 6 ./hybrid/
+//	go test -run '^$' -bench 'Counters|Spend|DenyCache|Batching|Queue' -count 6 ./hybrid/
 //
 // Each trick they isolate is kept only while its benchmark shows it pays;
 // DESIGN-NOTES ("Each hot-path trick pays or goes") quotes the figures.
@@ -127,11 +127,11 @@ func BenchmarkDenyCache(b *testing.B) {
 	})
 }
 
-// BenchmarkBatcher is one cold decision through the batcher to one
+// BenchmarkBatching is one cold decision through the node's queue to one
 // miniredis node, 64 goroutines at once: the hand-off, the batch, one
 // multi-key script call per batch. miniredis's Lua is slow, so the figure
-// is the batcher's cost per decision only relative to Batch.Disable's.
-func BenchmarkBatcher(b *testing.B) {
+// is batching's cost per decision only relative to Batch.Disable's.
+func BenchmarkBatching(b *testing.B) {
 	for _, disable := range []bool{false, true} {
 		b.Run("batch-disable="+strconv.FormatBool(disable), func(b *testing.B) {
 			lim, _ := newMini(b, 1, Config{Timeout: 5 * time.Second, Lease: LeaseConfig{Disable: true}, DenyCache: DenyCacheConfig{Disable: true},
@@ -158,14 +158,14 @@ func BenchmarkBatcher(b *testing.B) {
 	}
 }
 
-// BenchmarkBatchYield: 64 goroutines, cold keys (uniform over 100,000, one
-// token bucket each), one Limiter on 3 real redis-server nodes, with and
-// without the worker's yield between batches (yieldBetweenBatches). It
-// reports the requests per round trip and the CPU per decision of this
+// BenchmarkColdDecisions: 64 goroutines, cold keys (uniform over 100,000,
+// one token bucket each), one Limiter on 3 real redis-server nodes, with
+// and without a worker's yield between round trips (nodeConfig.noYield).
+// It reports the requests per round trip and the CPU per decision of this
 // process (getrusage) and of the nodes (INFO cpu):
 //
-//	go test -run '^$' -bench BatchYield -benchtime 200000x -count 4 ./hybrid/
-func BenchmarkBatchYield(b *testing.B) {
+//	go test -run '^$' -bench ColdDecisions -benchtime 200000x -count 4 ./hybrid/
+func BenchmarkColdDecisions(b *testing.B) {
 	srv := redistest.StartN(b, 3)
 	addrs := make([]string, len(srv))
 	for i, s := range srv {
@@ -177,13 +177,14 @@ func BenchmarkBatchYield(b *testing.B) {
 	}
 	for _, yield := range []bool{true, false} {
 		b.Run("yield="+strconv.FormatBool(yield), func(b *testing.B) {
-			defer func(old bool) { yieldBetweenBatches = old }(yieldBetweenBatches)
-			yieldBetweenBatches = yield
 			lim, err := New(Config{Addrs: addrs, Lease: LeaseConfig{Disable: true}})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer lim.Close()
+			for _, nd := range *lim.topo.nodes.Load() {
+				nd.cfg.noYield = !yield // before any worker starts
+			}
 			ctx := context.Background()
 			l := PerMinute(1_000_000)
 			var next atomic.Int64

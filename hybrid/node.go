@@ -16,10 +16,10 @@ import (
 )
 
 // node is one Redis node of the ring, and everything about it: its Store,
-// its breaker (one per master for a Cluster), the batching of its
-// requests and the round trips in flight, and its counters. The Limiter,
-// the leases and the denial cache ask a node (ask, direct) and get one
-// answer back; a node never calls up into them.
+// its breaker (one per master for a Cluster), its queue of calls and the
+// round trips that carry them (roundtrip.go), and its counters. The
+// Limiter and the leases ask a node (ask, direct) and get one answer back;
+// a node never calls up into them.
 type node struct {
 	name   string
 	client redis.UniversalClient
@@ -32,9 +32,13 @@ type node struct {
 	errs    atomic.Int64
 	batched atomic.Int64 // requests decided in round trips of more than one
 	latency histogram    // round-trip times
-	batch   batcher
 	conc    int          // round trips that may be in flight at once
-	rtt     atomic.Int64 // moving average of round-trip times, ns (batch.go)
+	rtt     atomic.Int64 // moving average of round-trip times, ns (roundtrip.go)
+
+	q       *queue
+	timer   *time.Timer   // the watch's (queue.go), run by the watcher goroutine
+	stop    chan struct{} // closed to end the watcher
+	expired []*call       // the watcher's storage
 
 	undecided reasonCounts // answers by the failure mode, by reason
 	failLog   failLog
@@ -48,7 +52,8 @@ type node struct {
 	sharded bool
 	shards  sync.Map
 
-	retiredClosed atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // nodeConfig is what a node needs of the Limiter's Config, copied when
@@ -58,9 +63,12 @@ type nodeConfig struct {
 	batch   BatchConfig
 	breaker BreakerConfig
 	logger  *slog.Logger
-	// workers counts the round trips' goroutines of every node: Close
-	// waits for them.
+	// workers counts the goroutines of every node, workers and
+	// watchers: Close waits for them.
 	workers *sync.WaitGroup
+	// noYield: a worker does not yield between round trips. Only
+	// BenchmarkColdDecisions sets it, to measure what the yield is worth.
+	noYield bool
 }
 
 // answer is a node's answer to one request: Redis's, or why the failure
@@ -72,7 +80,8 @@ type answer struct {
 	err error  // when !ok: the round trip's error, if any
 }
 
-// newNode makes the node of n, with its Store and breaker.
+// newNode makes the node of n, with its Store, breaker and queue, and
+// starts its watcher.
 func newNode(n Node, owned bool, prefix string, cfg nodeConfig) (*node, error) {
 	st, err := remote.New(n.Client, remote.Config{Prefix: prefix})
 	if err != nil {
@@ -83,9 +92,18 @@ func newNode(n Node, owned bool, prefix string, cfg nodeConfig) (*node, error) {
 		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidNode, n.Name, err)
 	}
 	nd.conc = st.Concurrency() // with batching off, a round trip per connection
-	if !cfg.batch.Disable {
+	spur := cfg.timeout / spurDivisor
+	if cfg.batch.Disable {
+		spur = 0
+	} else {
 		nd.conc = min(nd.conc, cfg.batch.MaxInFlight)
 	}
+	nd.timer = time.NewTimer(time.Hour)
+	nd.timer.Stop()
+	nd.q = newQueue(nd.conc, cfg.batch.MaxQueue, cfg.batch.Disable, spur, nd.timer)
+	nd.stop = make(chan struct{})
+	cfg.workers.Add(1)
+	go nd.watcher(nd.stop)
 	return nd, nil
 }
 
@@ -137,8 +155,9 @@ func (nd *node) breakerFor(key string) (*breaker.Breaker, bool) {
 	return shard, false
 }
 
-// direct makes one call fn for key, outside the batch: through the breaker
-// that guards key and by deadline, its outcome counted on that breaker.
+// direct makes one call fn for key, outside the queue: through the
+// breaker that guards key and by deadline, its outcome counted on that
+// breaker.
 func (nd *node) direct(ctx context.Context, key string, deadline time.Time, fn func(context.Context) error) answer {
 	if ctx.Err() != nil {
 		return answer{why: ReasonCancelled}
@@ -147,18 +166,10 @@ func (nd *node) direct(ctx context.Context, key string, deadline time.Time, fn f
 	if open {
 		return answer{why: ReasonBreakerOpen}
 	}
-	sent, err := nd.call(deadline, fn)
-	c := call{shard: shard}
-	switch {
-	case !sent:
-		c.why = ReasonBreakerOpen
-	case err != nil:
-		c.why, c.err = reasonOf(err), err
-	default:
-		c.ok = true
-	}
-	nd.shardOutcome(&c, sent)
-	return answer{ok: c.ok, why: c.why, err: c.err}
+	sent, err := nd.exchange(deadline, fn)
+	a := outcome(sent, remote.Result{}, err)
+	nd.shardOutcome(shard, a)
+	return a
 }
 
 // deadlineOf is the instant by which a request that starts at now must be
@@ -200,11 +211,17 @@ func (nd *node) note(why Reason, err error) {
 	nd.cfg.logger.Warn("hybrid: requests answered by the failure mode", attrs...)
 }
 
-// close releases the node's Store and, if the Limiter built it, its client.
+// close ends the node, once: no call enters its queue, the calls waiting
+// are sent, and once no round trip is in flight its watcher stops and its
+// Store and, if the Limiter built it, its client are closed.
 func (nd *node) close() error {
-	err := nd.store.Close()
-	if nd.owned {
-		err = errors.Join(err, nd.client.Close())
-	}
-	return err
+	nd.closeOnce.Do(func() {
+		<-nd.q.close()
+		close(nd.stop)
+		nd.closeErr = nd.store.Close()
+		if nd.owned {
+			nd.closeErr = errors.Join(nd.closeErr, nd.client.Close())
+		}
+	})
+	return nd.closeErr
 }

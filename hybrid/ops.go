@@ -24,15 +24,11 @@ func (l *Limiter) Peek(ctx context.Context, key string, limits ...Limit) (Result
 	if err != nil {
 		return Result{}, err
 	}
-	if l.deny != nil {
-		if r, ok := l.deny.get(key, 1, limits); ok {
-			return r, nil
-		}
+	if r, ok := l.deny.answer(key, 1, limits); ok {
+		return r, nil
 	}
-	if l.leases != nil {
-		if r, ok := l.leases.peek(key, limits); ok {
-			return r, nil
-		}
+	if r, ok := l.leases.peek(key, limits); ok {
+		return r, nil
 	}
 	nd := l.topo.locate(key)
 	if nd == nil {
@@ -65,18 +61,12 @@ func (l *Limiter) AllowAtMost(ctx context.Context, key string, n int64, limits .
 	if err != nil {
 		return Result{}, err
 	}
-	if l.deny != nil {
-		if r, ok := l.deny.get(key, 1, limits); ok {
-			return l.count(r), nil
-		}
+	if r, ok := l.deny.answer(key, 1, limits); ok {
+		return l.count(r), nil
 	}
-	nd := l.topo.locate(key)
-	if nd == nil {
-		return l.count(l.failure(opAtMost, nil, answer{why: ReasonNoNode}, key, n, limits)), nil
-	}
-	shard, open := nd.breakerFor(key)
-	if open {
-		return l.count(l.failure(opAtMost, nd, answer{why: ReasonBreakerOpen}, key, n, limits)), nil
+	nd, shard, why, ok := l.topo.route(key)
+	if !ok {
+		return l.count(l.failure(opAtMost, nd, answer{why: why}, key, n, limits)), nil
 	}
 	a := nd.ask(ctx, req, deadlineOf(ctx, time.Now(), l.cfg.Timeout), shard)
 	if !a.ok {
@@ -84,8 +74,8 @@ func (l *Limiter) AllowAtMost(ctx context.Context, key string, n int64, limits .
 	}
 	r := result(a.out.Decision, limits, a.out.Binding, SourceRemote)
 	r.Granted, r.Allowed = a.out.Granted, a.out.Granted > 0
-	if !r.Allowed && l.deny != nil {
-		l.deny.put(key, 1, limits, r)
+	if !r.Allowed {
+		l.deny.put(key, 1, limits, r, r.RetryAfter)
 	}
 	return l.count(r), nil
 }
@@ -110,9 +100,7 @@ func (l *Limiter) Refund(ctx context.Context, key string, n int64, limits ...Lim
 	if err != nil {
 		return err
 	}
-	if l.deny != nil {
-		l.deny.drop(key)
-	}
+	l.deny.drop(key)
 	if !l.direct(ctx, key, func(nd *node, ctx context.Context) error { return nd.store.Refund(ctx, req, n) }) && l.cfg.OnFailure == Fallback {
 		l.fallback.Refund(key, n, l.scaled(limits)...)
 	}
@@ -136,12 +124,8 @@ func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error 
 	if err != nil {
 		return err
 	}
-	if l.deny != nil {
-		l.deny.drop(key)
-	}
-	if l.leases != nil {
-		l.leases.reset(key, limits)
-	}
+	l.deny.drop(key)
+	l.leases.reset(key, limits)
 	l.fallback.Reset(key, l.scaled(limits)...)
 	l.direct(ctx, key, func(nd *node, ctx context.Context) error { return nd.store.Reset(ctx, req) })
 	return nil

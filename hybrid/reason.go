@@ -51,15 +51,19 @@ const (
 	// moving and its routing answers (MOVED, ASK, TRYAGAIN) outlasted its
 	// budget. Counted on no breaker; the slot map is reloaded.
 	ReasonCluster
+	// ReasonQueueFull: as many requests waited for a round trip to the
+	// node as Batch.MaxQueue allows; the request was answered at once,
+	// unsent. The node is not blamed: it is as busy as it may be.
+	ReasonQueueFull
 
 	numReasons
 )
 
-var reasonNames = [...]string{"breaker-open", "timeout", "transport", "server", "queued", "cancelled", "no-node", "config", "cluster"}
+var reasonNames = [...]string{"breaker-open", "timeout", "transport", "server", "queued", "cancelled", "no-node", "config", "cluster", "queue-full"}
 
 // String returns the reason's name as the metrics label it: "breaker-open",
 // "timeout", "transport", "server", "queued", "cancelled", "no-node",
-// "config" or "cluster".
+// "config", "cluster" or "queue-full".
 func (r Reason) String() string {
 	if int(r) < len(reasonNames) {
 		return reasonNames[r]

@@ -62,6 +62,9 @@ type NodeStats struct {
 	// Batch.MaxInFlight. A node whose latency grows gets more round trips
 	// in flight, each on its own connection, up to MaxInFlight.
 	InFlight, MaxInFlight int
+	// Queued is the number of requests waiting for a round trip to the
+	// node now; MaxQueue the most that may (Batch.MaxQueue).
+	Queued, MaxQueue int
 	// Pool is the number of connections the node's client may open (its
 	// PoolSize): a failed node costs at most Pool new connections per
 	// Breaker.OpenTimeout.
@@ -122,9 +125,7 @@ func (l *Limiter) Stats() Stats {
 		for r, n := range undecided {
 			s.Undecided[r] += n
 		}
-		nd.batch.mu.Lock()
-		inflight := nd.batch.inflight
-		nd.batch.mu.Unlock()
+		inflight, waiting := nd.q.load()
 		s.Nodes = append(s.Nodes, NodeStats{
 			Name:           name,
 			Calls:          nd.calls.Load(),
@@ -136,7 +137,9 @@ func (l *Limiter) Stats() Stats {
 			Latency:        nd.latency.snapshot(),
 			Undecided:      undecided,
 			InFlight:       inflight,
+			Queued:         waiting,
 			MaxInFlight:    nd.conc,
+			MaxQueue:       nd.q.max,
 			Pool:           nd.store.Concurrency(),
 			EvictionPolicy: nd.eviction.Policy,
 			MayEvict:       nd.eviction.MayEvict(),

@@ -200,6 +200,7 @@ rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="breaker-open"} 2
 rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="config"} 0
 rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="cancelled"} 0
 rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="cluster"} 0
+rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="queue-full"} 0
 rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="queued"} 0
 rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="server"} 0
 rl_node_undecided_total{app="test",node="127.0.0.1:1",reason="timeout"} 0

@@ -20,7 +20,7 @@
 //	hybridlimit_node_breaker_state{node,state}       gauge: 1 for the breaker's state ("closed", "open", "half-open"), 0 for the others
 //	hybridlimit_node_breaker_opened_total{node}      counter: times the breaker opened
 //	hybridlimit_node_degraded{node}                  gauge: 1 while the node's keys are answered by the failure mode (fallback active)
-//	hybridlimit_node_undecided_total{node,reason}    counter: answers for the node's keys given by the failure mode, by hybrid.Reason ("breaker-open", "timeout", "transport", "server", "queued", "cancelled", "config", "cluster")
+//	hybridlimit_node_undecided_total{node,reason}    counter: answers for the node's keys given by the failure mode, by hybrid.Reason ("breaker-open", "timeout", "transport", "server", "queued", "cancelled", "config", "cluster", "queue-full")
 //	hybridlimit_undecided_no_node_total              counter: answers given by the failure mode because the ring had no node
 //	hybridlimit_node_may_evict{node,policy}          gauge: 1 when the node's maxmemory-policy can evict limiter keys; policy "" where CONFIG GET is not allowed
 //	hybridlimit_lease_keys                           gauge: keys served from leases
