@@ -35,28 +35,29 @@ func newDenyCache(maxKeys int) *denyCache {
 	return &denyCache{base: time.Now(), max: int64(max(1, maxKeys))}
 }
 
-// answer is the denial cache's stage of a request: the denial remembered
-// for a request like it (the same key and limits, a cost no smaller), with
-// its RetryAfter and ResetAfter counted down, or ok false. A denial is
-// remembered only for a request Redis decided, so valid input: one like it
-// is valid too, and the cache answers before validation, which took a
-// quarter of a cached denial's time (BenchmarkDenyCache); a cost above a
-// limit's capacity is left to validation. The cache off (c nil): ok false.
-func (c *denyCache) answer(key string, n int64, limits []Limit) (Result, bool) {
+// find is the denial cache's stage of a request: the denial remembered
+// for a request like it (the same key and limits, a cost no smaller), and
+// the time it was looked up at, for its answer; nil when none answers. A
+// denial is remembered only for a request Redis decided, so valid input:
+// one like it is valid too, and the cache answers before validation, which
+// took a quarter of a cached denial's time (BenchmarkDenyCache); a cost
+// above a limit's capacity is left to validation. The cache off (c nil):
+// nil.
+func (c *denyCache) find(key string, n int64, limits []Limit) (*denial, time.Duration) {
 	if c == nil || c.n.Load() == 0 {
 		// Nothing denied lately: no lookup.
-		return Result{}, false
+		return nil, 0
 	}
 	v, ok := c.m.Load(key)
 	if !ok {
-		return Result{}, false
+		return nil, 0
 	}
 	d := v.(*denial)
 	now := time.Since(c.base)
 	if now >= d.until || n < d.cost || n > d.most || !slices.Equal(d.limits, limits) {
-		return Result{}, false // an expired denial stays until replaced or evicted
+		return nil, 0 // an expired denial stays until replaced or evicted
 	}
-	return d.answer(now), true
+	return d, now
 }
 
 // answer is the denial as Redis would give it at now (since the cache's

@@ -383,10 +383,15 @@ func (ls *leases) deleted(key string) {
 // was taken for and a cost from 1 to the units held, so what it answers
 // is valid input: it is asked before validation, which took a tenth of
 // a lease answer's time. Leases off (ls nil): it declines.
-func (ls *leases) answer(key string, n int64, limits []Limit) (Result, bool, leaseClaim) {
-	if ls == nil || n < 1 {
-		return Result{}, false, leaseClaim{}
+func (ls *leases) answer(key string, n int64, limits []Limit) (r Result, served bool, c leaseClaim) {
+	if ls != nil && n >= 1 { // inlined: no call while leases are off
+		r, served, c = ls.spendKey(key, n, limits)
 	}
+	return r, served, c
+}
+
+// spendKey is answer's spend, for key's hash.
+func (ls *leases) spendKey(key string, n int64, limits []Limit) (Result, bool, leaseClaim) {
 	h := ls.hash(key)
 	r, served, held := ls.spend(key, h, n, limits)
 	return r, served, leaseClaim{ls: ls, h: h, held: held}

@@ -235,8 +235,8 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Lim
 		return l.count(r), nil
 	}
 	// The denial cache answers a request like one Redis denied.
-	if r, ok := l.deny.answer(key, n, limits); ok {
-		return l.count(r), nil
+	if d, at := l.deny.find(key, n, limits); d != nil {
+		return l.count(d.answer(at)), nil
 	}
 	req, err := remote.NewDecision(key, n, limits...)
 	if err != nil {

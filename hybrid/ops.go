@@ -24,8 +24,8 @@ func (l *Limiter) Peek(ctx context.Context, key string, limits ...Limit) (Result
 	if err != nil {
 		return Result{}, err
 	}
-	if r, ok := l.deny.answer(key, 1, limits); ok {
-		return r, nil
+	if d, at := l.deny.find(key, 1, limits); d != nil {
+		return d.answer(at), nil
 	}
 	if r, ok := l.leases.peek(key, limits); ok {
 		return r, nil
@@ -61,8 +61,8 @@ func (l *Limiter) AllowAtMost(ctx context.Context, key string, n int64, limits .
 	if err != nil {
 		return Result{}, err
 	}
-	if r, ok := l.deny.answer(key, 1, limits); ok {
-		return l.count(r), nil
+	if d, at := l.deny.find(key, 1, limits); d != nil {
+		return l.count(d.answer(at)), nil
 	}
 	nd, shard, why, ok := l.topo.route(key)
 	if !ok {
