@@ -375,46 +375,29 @@ func (ls *leases) deleted(key string) {
 	ls.count.Add(-1)
 }
 
-// answer is the lease stage of a request: it answers from the units this
-// instance holds for the key (SourceLease), or denies while the key's
-// lease waits for the refill (SourceDenyCache); otherwise it declines,
-// with the claim through which the node decides the request
-// (leaseClaim.decide). A lease serves only requests with the limits it
-// was taken for and a cost from 1 to the units held, so what it answers
-// is valid input: it is asked before validation, which took a tenth of
-// a lease answer's time. Leases off (ls nil): it declines.
-func (ls *leases) answer(key string, n int64, limits []Limit) (r Result, served bool, c leaseClaim) {
-	if ls != nil && n >= 1 { // inlined: no call while leases are off
-		r, served, c = ls.spendKey(key, n, limits)
-	}
-	return r, served, c
-}
-
-// spendKey is answer's spend, for key's hash.
-func (ls *leases) spendKey(key string, n int64, limits []Limit) (Result, bool, leaseClaim) {
-	h := ls.hash(key)
-	r, served, held := ls.spend(key, h, n, limits)
-	return r, served, leaseClaim{ls: ls, h: h, held: held}
-}
-
-// leaseClaim is what the lease stage keeps of a request it declined.
+// leaseClaim is what the lease stage keeps of a request it declined: no
+// pointer, so that answer fills it with no write barrier.
 type leaseClaim struct {
-	ls   *leases // nil: leases are off, or the request is not one they serve
-	h    uint64  // the key's hash in the hot-key table
-	held bool    // the key has a live lease (ran dry, a renewal on its way, or other limits)
+	leased bool   // the request is one leases serve (leases are on, a cost of 1 or more)
+	h      uint64 // the key's hash in the hot-key table
+	held   bool   // the key has a live lease (ran dry, a renewal on its way, or other limits)
 }
 
-// decide has nd decide req, the request for key the lease stage declined
-// (key apart: taken from req, it would make req's limits escape). A hot
-// key that has no lease takes one, and the request is charged from it
-// (leases.take). Otherwise the node decides req as any request; when
-// Redis denies it, a batch that landed for the key while it was out
-// serves it (an instance never denies a request while it holds units of
-// its key); and the Remaining of a leased key counts the units this
-// instance holds. a says why the failure mode must answer when !a.ok; the
-// budget is the call's, so a failed take is not followed by a decision.
-func (c leaseClaim) decide(ctx context.Context, nd *node, key string, req remote.Request, deadline time.Time, shard *breaker.Breaker) (r Result, a answer) {
-	ls, n, limits := c.ls, req.N(), req.Limits()
+// decide has nd decide req, the request for key that answer declined with
+// claim c (key apart: taken from req, it would make req's limits escape).
+// A hot key that has no lease takes one, and the request is charged from
+// it (take). Otherwise the node decides req as any request; when Redis
+// denies it, a batch that landed for the key while it was out serves it
+// (an instance never denies a request while it holds units of its key);
+// and the Remaining of a leased key counts the units this instance holds.
+// a says why the failure mode must answer when !a.ok; the budget is the
+// call's, so a failed take is not followed by a decision. Leases off (ls
+// nil), or a request they do not serve: the node decides, nothing more.
+func (ls *leases) decide(ctx context.Context, c leaseClaim, nd *node, key string, req remote.Request, deadline time.Time, shard *breaker.Breaker) (r Result, a answer) {
+	n, limits := req.N(), req.Limits()
+	if !c.leased {
+		ls = nil // leases off, or a request they do not serve
+	}
 	if ls != nil && !c.held {
 		if rate := ls.demandOf(c.h); ls.hot(rate, limits) {
 			r, st, a := ls.take(ctx, deadline, nd, req, rate)
@@ -434,7 +417,8 @@ func (c leaseClaim) decide(ctx context.Context, nd *node, key string, req remote
 		return r, a
 	}
 	if !r.Allowed {
-		if lr, served, _ := ls.spend(key, c.h, n, limits); served && lr.Allowed {
+		var again leaseClaim
+		if lr, served := ls.answer(key, n, limits, &again); served && lr.Allowed {
 			return lr, a
 		}
 	}
@@ -456,32 +440,44 @@ func (c leaseClaim) decide(ctx context.Context, nd *node, key string, req remote
 }
 
 // remember is how long the denial cache may answer with r, a denial
-// decide returned: its RetryAfter, or, while the key holds a lease that
-// ran dry, no longer than a renewal takes (units other instances give
-// back may come before RetryAfter).
-func (c leaseClaim) remember(r Result) time.Duration {
+// decide returned for a request of claim c: its RetryAfter, or, while the
+// key holds a lease that ran dry, no longer than a renewal takes (units
+// other instances give back may come before RetryAfter).
+func (ls *leases) remember(c leaseClaim, r Result) time.Duration {
 	if c.held {
-		return min(r.RetryAfter, c.ls.cfg.RenewEvery)
+		return min(r.RetryAfter, ls.cfg.RenewEvery)
 	}
 	return r.RetryAfter
 }
 
-// spend answers a request from the lease of key, of hash h, if it has one
-// with units left. held reports a live lease for the key (ran dry, a
-// renewal on its way, or one for other limits): the request then goes to
-// Redis as usual rather than taking another. It allocates only to start a
-// renewal or to end a lease, and it does not block, but once Close has
-// begun: a lease it ends then gives its units back in the caller's
-// goroutine (goDo), a round trip bounded by the Timeout.
-func (ls *leases) spend(key string, h uint64, n int64, limits []Limit) (r Result, served, held bool) {
+// answer is the lease stage of a request: it answers from the units this
+// instance holds for the key (SourceLease), or denies while the key's lease
+// waits for the refill (SourceDenyCache); otherwise it declines, and c is
+// its claim on the decision, which decide makes: the key's hash, and held, a
+// live lease for the key (ran dry, a renewal on its way, or one for other
+// limits), whose request then goes to Redis as usual rather than taking
+// another lease. A lease serves only requests with the limits it was taken
+// for and a cost from 1 to the units held, so what it answers is valid
+// input: it is asked before validation, which took a tenth of a lease
+// answer's time. Leases off (ls nil), or a cost below 1: it declines, and c
+// stays the zero claim. It allocates only to start a renewal or to end a
+// lease, and it does not block, but once Close has begun: a lease it ends
+// then gives its units back in the caller's goroutine (goDo), a round trip
+// bounded by the Timeout.
+func (ls *leases) answer(key string, n int64, limits []Limit, c *leaseClaim) (Result, bool) {
+	if ls == nil || n < 1 {
+		return Result{}, false
+	}
+	h := ls.hash(key)
+	c.leased, c.h = true, h
 	if ls.slots[h%hotRow].present.Load() == 0 {
 		// No lease in the key's slot (most cold keys): no lookup. A lease
 		// stored just now may be missed; its key then goes to Redis once.
-		return Result{}, false, false
+		return Result{}, false
 	}
 	v, ok := ls.entries.Load(key)
 	if !ok {
-		return Result{}, false, false
+		return Result{}, false
 	}
 	e := v.(*leaseEntry)
 	now := ls.now()
@@ -492,18 +488,20 @@ func (ls *leases) spend(key string, h uint64, n int64, limits []Limit) (r Result
 		// spent is given back, and this request may lease its own.
 		if now >= bt.expires || ls.idle(e, now) {
 			ls.expire(key, e)
-			return Result{}, false, false
+			return Result{}, false
 		}
-		return Result{}, false, true
+		c.held = true
+		return Result{}, false
 	}
 	if now >= bt.expires {
 		ls.expire(key, e)
-		return Result{}, false, false
+		return Result{}, false
 	}
 	if n > bt.size {
 		// More than a batch: Redis decides it, and it starts no renewal
 		// (it may be bad input, which must take nothing).
-		return Result{}, false, true
+		c.held = true
+		return Result{}, false
 	}
 	left := e.units.Add(-n)
 	if left < 0 {
@@ -514,12 +512,15 @@ func (ls *leases) spend(key string, h uint64, n int64, limits []Limit) (r Result
 			// by Redis itself, so that a request made at a dry answer's
 			// RetryAfter finds the refill; the others wait for the batch.
 			if now >= bt.waitUntil && ls.renew(key, e) {
-				return Result{}, false, true
+				c.held = true
+				return Result{}, false
 			}
-			return ls.dry(bt, e, limits, now), true, true
+			c.held = true
+			return ls.dry(bt, e, limits, now), true
 		}
 		ls.renew(key, e)
-		return Result{}, false, true
+		c.held = true
+		return Result{}, false
 	}
 	if e.tick == 0 && left < bt.size/2 && (!bt.short || now >= bt.waitUntil) {
 		ls.renew(key, e)
@@ -534,7 +535,7 @@ func (ls *leases) spend(key string, h uint64, n int64, limits []Limit) (r Result
 	bt = e.batch.Load()
 	b := bt.binding
 	return Result{Allowed: true, Granted: n, Limit: limits[b], Binding: b, Remaining: min(bt.remaining+left, limits[b].Capacity()),
-		ResetAfter: time.Duration(max(bt.resetAt-now, 0)), Delay: e.delay(bt, left, n, now), Source: SourceLease}, true, true
+		ResetAfter: time.Duration(max(bt.resetAt-now, 0)), Delay: e.delay(bt, left, n, now), Source: SourceLease}, true
 }
 
 // size is the batch to ask for from nd: about RenewEvery of the demand, or
