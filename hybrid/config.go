@@ -106,7 +106,8 @@ type LeaseConfig struct {
 	// Disable sends every request to Redis.
 	Disable bool
 	// HotRate is the requests per second, on this instance, above which a
-	// key is leased. Default DefaultHotRate.
+	// key whose lease may hold from 2 to 7 units is leased (one whose lease
+	// may hold 8 or more is leased from WarmRate). Default DefaultHotRate.
 	HotRate float64
 	// WarmRate is the lower rate above which a key is leased when its
 	// lease may hold a few units (MaxFraction of its smallest capacity is
