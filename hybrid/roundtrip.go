@@ -193,10 +193,12 @@ const maxYields = 4
 // that the callers just answered run first: a busy caller asks again at
 // once and rides in the next round trip. Without it they queue again only
 // after it has left, and a node's callers split into two half-size
-// batches. It yields again while the calls waiting grew during the last
-// yield and are fewer than a batch (size), at most maxYields times: two
-// processors run the callers a round trip answered in more than one turn.
-// An idle processor returns at once. BenchmarkColdDecisions measures it
+// batches. It yields twice, and more while the count of calls waiting
+// changed over the last yield and is below a batch (size), at most
+// maxYields times in all: two processors run the callers a round trip
+// answered in more than one turn. With nothing else to run a yield
+// returns at once, though it may wake an idle processor's thread
+// (runtime.Gosched calls wakep). BenchmarkColdDecisions measures it
 // (DESIGN-NOTES has the figures).
 func (nd *node) gather(size int) {
 	prev := -1
