@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -72,7 +73,8 @@ type leases struct {
 	slots   [hotSlots]hotSlot
 	entries sync.Map // key string -> *leaseEntry
 	count   atomic.Int64
-	lost    atomic.Int64 // units neither spent nor given back
+	lost    atomic.Int64 // units neither spent nor given back, for certain
+	unknown atomic.Int64 // units of lease requests and give-backs of unknown outcome
 	wg      sync.WaitGroup
 	ctx     context.Context // cancelled by Close: renewals end
 	cancel  context.CancelFunc
@@ -139,7 +141,7 @@ type leaseEntry struct {
 	// sharing their line, each write made the other processors' reads
 	// miss (BenchmarkLeaseSpend).
 	_     [64]byte
-	units atomic.Int64 // units left to spend
+	units atomic.Int64 // units left to spend; ended when negative (deadUnits)
 	_     [56]byte
 
 	batch   atomic.Pointer[leaseBatch]
@@ -148,6 +150,49 @@ type leaseEntry struct {
 	// Written only by requests for the key with other limits (see idle).
 	probeUnits atomic.Int64
 	probeAt    atomic.Int64 // ns since base, +1 (0: never probed)
+}
+
+// deadUnits is an ended lease's units: below any count a spend or a batch
+// could bring back to zero or more.
+const deadUnits = math.MinInt64 / 2
+
+// take takes n units from e in one step, if it holds that many: the units
+// never go below zero, so that no spend's undoing can bring back units an
+// ending took (a spend that subtracted first and added back when it went
+// below zero could re-add, on an ended lease, units its ending had taken,
+// and a renewal then gave Redis units it never held). It returns the units
+// left.
+func (e *leaseEntry) take(n int64) (left int64, ok bool) {
+	for {
+		u := e.units.Load()
+		if u < n {
+			return u, false
+		}
+		if e.units.CompareAndSwap(u, u-n) {
+			return u - n, true
+		}
+	}
+}
+
+// add adds the n units of a batch that landed to e, and reports false,
+// adding nothing, when e has ended: the batch's units are then the
+// lander's to give back.
+func (e *leaseEntry) add(n int64) bool {
+	for {
+		u := e.units.Load()
+		if u < 0 {
+			return false
+		}
+		if e.units.CompareAndSwap(u, u+n) {
+			return true
+		}
+	}
+}
+
+// end ends e and returns the units it held, once: an ended lease holds
+// none, and neither a spend nor a batch adds any.
+func (e *leaseEntry) end() int64 {
+	return max(e.units.Swap(deadUnits), 0)
 }
 
 // leaseBatch is what a lease knows of its last batch: what was asked for
@@ -503,9 +548,8 @@ func (ls *leases) answer(key string, n int64, limits []Limit, c *leaseClaim) (Re
 		c.held = true
 		return Result{}, false
 	}
-	left := e.units.Add(-n)
-	if left < 0 {
-		e.units.Add(n)
+	left, ok := e.take(n)
+	if !ok {
 		if bt.short {
 			// Over the limit: Redis has nothing until the refill. Once it
 			// is due, one request asks for the next batch and is decided
@@ -648,6 +692,7 @@ func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, req re
 			ls.deleted(k)
 		}
 		if !a.ok {
+			ls.unsure(a, want)
 			return Result{}, takeFailed, a
 		}
 		at, units := lease.At, lease.Granted
@@ -665,15 +710,19 @@ func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, req re
 		c.slot0 += n * e.tick
 		e.batch.Store(&c)
 	}
-	e.units.Store(granted)
 	// Ended meanwhile (rehome expires leases while they are being taken):
 	// the units go back, as a renewal's do, rather than sit in a lease
 	// nobody can find.
-	if cur, _ := ls.entries.Load(k); cur != e {
-		if left := e.units.Swap(0); left > 0 {
-			at := lease.At
-			ls.goDo(true, func() { ls.giveBack(nd, e.req, at, left) })
+	left := granted
+	if e.add(granted) {
+		left = 0
+		if cur, _ := ls.entries.Load(k); cur != e {
+			left = e.end()
 		}
+	}
+	if left > 0 {
+		at := lease.At
+		ls.goDo(true, func() { ls.giveBack(nd, e.req, at, left) })
 	}
 	if lease.Granted == 0 {
 		// Redis has nothing to give: that is a denial.
@@ -727,8 +776,8 @@ func (ls *leases) renewNow(key string, e *leaseEntry) {
 	now := ls.now()
 	left := e.units.Load()
 	bt := e.batch.Load()
-	if bt.short && now < bt.waitUntil {
-		return // the refill is not there yet
+	if left < 0 || bt.short && now < bt.waitUntil {
+		return // ended; or the refill is not there yet
 	}
 	// The demand since the last batch: what it has spent, per second.
 	spent := bt.given - left
@@ -752,6 +801,7 @@ func (ls *leases) renewNow(key string, e *leaseEntry) {
 	req, _ := e.req.Lease(want) // want >= 1
 	a := e.node.ask(ls.ctx, req, deadlineOf(ls.ctx, time.Now(), ls.timeout), nil)
 	if !a.ok {
+		ls.unsure(a, want)
 		return
 	}
 	// Nothing, or less than asked: the key is over its limit, and the
@@ -760,12 +810,27 @@ func (ls *leases) renewNow(key string, e *leaseEntry) {
 	// (a LeakyBucket's slot0, given) must be known first.
 	lease := a.out
 	ls.landed(e, lease, want, max(e.units.Load(), 0)+lease.Granted, ls.now())
-	e.units.Add(lease.Granted)
-	// Expired meanwhile: whatever expire did not take back goes back now.
-	if cur, _ := ls.entries.Load(key); cur != e {
-		if left := e.units.Swap(0); left > 0 {
-			ls.giveBack(e.node, e.req, e.batch.Load().at, left)
+	// Ended meanwhile: the batch's units, or all the lease holds, go back.
+	back := lease.Granted
+	if e.add(lease.Granted) {
+		back = 0
+		if cur, _ := ls.entries.Load(key); cur != e {
+			back = e.end()
 		}
+	}
+	if back > 0 {
+		ls.giveBack(e.node, e.req, lease.At, back)
+	}
+}
+
+// unsure counts the units of a lease request (a first batch or a renewal
+// of want units) that got no answer, a: when it may have run on Redis
+// (a.unknown), they may be taken there and never spent, and are counted
+// of unknown outcome; a request that ran nowhere took nothing.
+func (ls *leases) unsure(a answer, want int64) {
+	if a.unknown {
+		ls.unknown.Add(want)
+		ls.log.Debug("hybrid: lease batch of unknown outcome", "units", want, "reason", a.why.String(), "err", a.err)
 	}
 }
 
@@ -774,7 +839,7 @@ func (ls *leases) expire(key string, e *leaseEntry) {
 	if ls.entries.CompareAndDelete(key, e) {
 		ls.deleted(key)
 	}
-	if left := e.units.Swap(0); left > 0 {
+	if left := e.end(); left > 0 {
 		at := e.batch.Load().at
 		ls.goDo(true, func() { ls.giveBack(e.node, e.req, at, left) })
 	}
@@ -797,7 +862,12 @@ func (ls *leases) giveBack(nd *node, req remote.Request, at, units int64) {
 	// requests: one round trip each cost a give-back as much client and
 	// Redis CPU as a decision made alone, and warm keys' leases end often.
 	if a := nd.ask(context.Background(), gr, time.Now().Add(ls.timeout), nil); !a.ok {
-		ls.lost.Add(units)
+		if a.unknown {
+			// It may have run: the units may be back in Redis.
+			ls.unknown.Add(units)
+		} else {
+			ls.lost.Add(units)
+		}
 		ls.log.Debug("hybrid: give-back failed", "node", nd.name, "units", units, "reason", a.why.String(), "err", a.err)
 	}
 }
@@ -833,7 +903,7 @@ func (ls *leases) close() {
 	ls.entries.Range(func(k, v any) bool {
 		e := v.(*leaseEntry)
 		ls.entries.Delete(k)
-		if left := e.units.Swap(0); left > 0 {
+		if left := e.end(); left > 0 {
 			ls.giveBack(e.node, e.req, e.batch.Load().at, left)
 		}
 		return true
@@ -924,7 +994,7 @@ func (ls *leases) reset(key string, limits []Limit) {
 		}
 		t.Stop()
 	}
-	left := e.units.Swap(0)
+	left := e.end()
 	if left <= 0 || len(keep) == 0 {
 		return
 	}

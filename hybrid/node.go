@@ -78,6 +78,11 @@ type answer struct {
 	ok  bool   // out is Redis's answer
 	why Reason // when !ok
 	err error  // when !ok: the round trip's error, if any
+	// unknown, when !ok: the request may have run on Redis, and its reply
+	// did not come (it was sent, and its round trip timed out or lost its
+	// connection, or its caller left while a round trip carried it). A
+	// request not sent, or refused by Redis, ran nowhere.
+	unknown bool
 }
 
 // newNode makes the node of n, with its Store, breaker and queue, and

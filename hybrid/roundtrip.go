@@ -154,8 +154,11 @@ func (nd *node) ask(ctx context.Context, req remote.Request, deadline time.Time,
 	case <-ctx.Done(): // nil, never ready, for a context that cannot end
 		if nd.q.leave(c) {
 			c.put()
-		} // else a round trip or the watch holds it, and answers nobody
-		return answer{why: ReasonCancelled}
+			return answer{why: ReasonCancelled} // never sent
+		}
+		// A round trip or the watch holds it, and answers nobody: it may
+		// have been sent.
+		return answer{why: ReasonCancelled, unknown: true}
 	}
 }
 
@@ -335,11 +338,10 @@ func (nd *node) watch() {
 	var expired []*call
 	expired, start := nd.q.due(time.Now(), nd.expired[:0])
 	for _, c := range expired {
-		why := unsent(c.ctxBound)
+		c.a = answer{why: unsent(c.ctxBound)}
 		if c.abandoned { // a round trip was carrying it
-			why = late(c.ctxBound)
+			c.a = answer{why: late(c.ctxBound), unknown: true}
 		}
-		c.a = answer{why: why}
 		c.done <- struct{}{}
 	}
 	clear(expired)
@@ -378,12 +380,16 @@ func (nd *node) one(req remote.Request, shard *breaker.Breaker, deadline time.Ti
 
 // outcome is the answer of a round trip that sent a request (or, sent
 // false, that the breaker refused), Redis's result out and err its error.
+// A timeout or a broken connection leaves the request's outcome unknown;
+// an error Redis answered means the request did not run (a script checks
+// what it may refuse before it writes).
 func outcome(sent bool, out remote.Result, err error) answer {
 	switch {
 	case !sent:
 		return answer{why: ReasonBreakerOpen}
 	case err != nil:
-		return answer{why: reasonOf(err), err: err}
+		why := reasonOf(err)
+		return answer{why: why, err: err, unknown: why == ReasonTimeout || why == ReasonTransport}
 	}
 	return answer{out: out, ok: true}
 }

@@ -25,12 +25,18 @@ type Stats struct {
 	// they hold: the most the limits may be exceeded by at this moment, and
 	// the units other instances cannot have meanwhile (with N instances,
 	// their sum bounds both the over- and the under-admission). LeaseUnitsLost
-	// counts the units leased that were neither spent nor given back (a
-	// give-back that failed, or whose node left the ring): admissions lost
-	// for good.
-	Leases         int
-	LeaseUnits     int64
-	LeaseUnitsLost int64
+	// counts the units leased that were, for certain, neither spent nor
+	// given back (a give-back that was not sent, or whose node left the
+	// ring): admissions lost for good. LeaseUnitsUnknown counts the units
+	// whose fate is not known: of lease batches asked for and of give-backs
+	// that were sent and got no answer in time (a timeout, a broken
+	// connection), which may or may not have run on Redis. What leases have
+	// cost the limits lies between LeaseUnitsLost and LeaseUnitsLost +
+	// LeaseUnitsUnknown.
+	Leases            int
+	LeaseUnits        int64
+	LeaseUnitsLost    int64
+	LeaseUnitsUnknown int64
 }
 
 // NodeStats is one node's counters.
@@ -112,6 +118,7 @@ func (l *Limiter) Stats() Stats {
 		s.Leases = int(l.leases.count.Load())
 		s.LeaseUnits = l.leases.outstanding()
 		s.LeaseUnitsLost = l.leases.lost.Load()
+		s.LeaseUnitsUnknown = l.leases.unknown.Load()
 	}
 	nodes := *l.topo.nodes.Load()
 	for _, name := range l.topo.ring.Members() {

@@ -55,7 +55,7 @@ type Collector struct {
 	grpc GRPCSource
 
 	decisions, calls, errs, batched, latency, breaker, opened, degraded,
-	leaseKeys, leaseUnits, leaseLost, denyKeys, undecided, noNode, mayEvict *prometheus.Desc
+	leaseKeys, leaseUnits, leaseLost, leaseUnknown, denyKeys, undecided, noNode, mayEvict *prometheus.Desc
 	httpRules, grpcRules ruleDescs
 }
 
@@ -108,24 +108,25 @@ func New(lim *hybrid.Limiter, cfg Config) (*Collector, error) {
 		return prometheus.NewDesc(prometheus.BuildFQName(cfg.Namespace, "", name), help, labels, cfg.ConstLabels)
 	}
 	c := &Collector{
-		lim:        lim,
-		http:       cfg.HTTP,
-		grpc:       cfg.GRPC,
-		decisions:  desc("decisions_total", "Requests answered by the limiter, by what decided (source) and outcome.", "source", "outcome"),
-		calls:      desc("node_calls_total", "Round trips to a Redis node.", "node"),
-		errs:       desc("node_errors_total", "Round trips to a Redis node that failed, timeouts included.", "node"),
-		batched:    desc("node_batched_total", "Requests decided in round trips of more than one request.", "node"),
-		latency:    desc("node_latency_seconds", "Round-trip time to a Redis node.", "node"),
-		breaker:    desc("node_breaker_state", "State of a node's circuit breaker: 1 for the current state.", "node", "state"),
-		opened:     desc("node_breaker_opened_total", "Times a node's circuit breaker opened.", "node"),
-		degraded:   desc("node_degraded", "1 while a node's keys are answered by the failure mode (fallback active).", "node"),
-		leaseKeys:  desc("lease_keys", "Keys served from leases."),
-		leaseUnits: desc("lease_units", "Units held in leases: the most the limits may be exceeded by at this moment, and the units other instances cannot have meanwhile."),
-		leaseLost:  desc("lease_units_lost_total", "Units leased that were neither spent nor given back (a give-back failed, or its node left the ring)."),
-		denyKeys:   desc("deny_cache_keys", "Keys the denial cache holds."),
-		undecided:  desc("node_undecided_total", "Answers for a node's keys given by the failure mode, by why Redis did not decide them.", "node", "reason"),
-		noNode:     desc("undecided_no_node_total", "Answers given by the failure mode because the ring had no node."),
-		mayEvict:   desc("node_may_evict", "1 when a node's maxmemory-policy can evict limiter keys (a maxmemory is set and the policy is not noeviction); policy is \"\" where CONFIG GET is not allowed.", "node", "policy"),
+		lim:          lim,
+		http:         cfg.HTTP,
+		grpc:         cfg.GRPC,
+		decisions:    desc("decisions_total", "Requests answered by the limiter, by what decided (source) and outcome.", "source", "outcome"),
+		calls:        desc("node_calls_total", "Round trips to a Redis node.", "node"),
+		errs:         desc("node_errors_total", "Round trips to a Redis node that failed, timeouts included.", "node"),
+		batched:      desc("node_batched_total", "Requests decided in round trips of more than one request.", "node"),
+		latency:      desc("node_latency_seconds", "Round-trip time to a Redis node.", "node"),
+		breaker:      desc("node_breaker_state", "State of a node's circuit breaker: 1 for the current state.", "node", "state"),
+		opened:       desc("node_breaker_opened_total", "Times a node's circuit breaker opened.", "node"),
+		degraded:     desc("node_degraded", "1 while a node's keys are answered by the failure mode (fallback active).", "node"),
+		leaseKeys:    desc("lease_keys", "Keys served from leases."),
+		leaseUnits:   desc("lease_units", "Units held in leases: the most the limits may be exceeded by at this moment, and the units other instances cannot have meanwhile."),
+		leaseLost:    desc("lease_units_lost_total", "Units leased that were, for certain, neither spent nor given back (a give-back not sent, or whose node left the ring)."),
+		leaseUnknown: desc("lease_units_unknown_total", "Units of lease batches and give-backs that were sent and got no answer in time: they may or may not have run on Redis."),
+		denyKeys:     desc("deny_cache_keys", "Keys the denial cache holds."),
+		undecided:    desc("node_undecided_total", "Answers for a node's keys given by the failure mode, by why Redis did not decide them.", "node", "reason"),
+		noNode:       desc("undecided_no_node_total", "Answers given by the failure mode because the ring had no node."),
+		mayEvict:     desc("node_may_evict", "1 when a node's maxmemory-policy can evict limiter keys (a maxmemory is set and the policy is not noeviction); policy is \"\" where CONFIG GET is not allowed.", "node", "policy"),
 	}
 	if c.http != nil {
 		c.httpRules = newRuleDescs(desc, "http", "HTTP requests")
@@ -138,7 +139,7 @@ func New(lim *hybrid.Limiter, cfg Config) (*Collector, error) {
 
 // Describe sends the descriptors of every metric the Collector emits.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.decisions, c.calls, c.errs, c.batched, c.latency, c.breaker, c.opened, c.degraded, c.leaseKeys, c.leaseUnits, c.leaseLost, c.denyKeys, c.undecided, c.noNode, c.mayEvict} {
+	for _, d := range []*prometheus.Desc{c.decisions, c.calls, c.errs, c.batched, c.latency, c.breaker, c.opened, c.degraded, c.leaseKeys, c.leaseUnits, c.leaseLost, c.leaseUnknown, c.denyKeys, c.undecided, c.noNode, c.mayEvict} {
 		ch <- d
 	}
 	if c.http != nil {
@@ -199,6 +200,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	emit(ch, c.leaseKeys, prometheus.GaugeValue, float64(st.Leases))
 	emit(ch, c.leaseUnits, prometheus.GaugeValue, float64(st.LeaseUnits))
 	emit(ch, c.leaseLost, prometheus.CounterValue, float64(st.LeaseUnitsLost))
+	emit(ch, c.leaseUnknown, prometheus.CounterValue, float64(st.LeaseUnitsUnknown))
 	emit(ch, c.denyKeys, prometheus.GaugeValue, float64(st.DenyCacheKeys))
 
 	if c.http != nil {

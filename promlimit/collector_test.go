@@ -89,9 +89,12 @@ hybridlimit_deny_cache_keys 1
 # HELP hybridlimit_lease_units Units held in leases: the most the limits may be exceeded by at this moment, and the units other instances cannot have meanwhile.
 # TYPE hybridlimit_lease_units gauge
 hybridlimit_lease_units 0
-# HELP hybridlimit_lease_units_lost_total Units leased that were neither spent nor given back (a give-back failed, or its node left the ring).
+# HELP hybridlimit_lease_units_lost_total Units leased that were, for certain, neither spent nor given back (a give-back not sent, or whose node left the ring).
 # TYPE hybridlimit_lease_units_lost_total counter
 hybridlimit_lease_units_lost_total 0
+# HELP hybridlimit_lease_units_unknown_total Units of lease batches and give-backs that were sent and got no answer in time: they may or may not have run on Redis.
+# TYPE hybridlimit_lease_units_unknown_total counter
+hybridlimit_lease_units_unknown_total 0
 # HELP hybridlimit_node_breaker_state State of a node's circuit breaker: 1 for the current state.
 # TYPE hybridlimit_node_breaker_state gauge
 hybridlimit_node_breaker_state{node="%[1]s",state="closed"} 1
@@ -105,7 +108,7 @@ hybridlimit_node_degraded{node="%[1]s"} 0
 hybridlimit_node_errors_total{node="%[1]s"} 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(fmt.Sprintf(want, m.Addr())),
-		"hybridlimit_decisions_total", "hybridlimit_deny_cache_keys", "hybridlimit_lease_units", "hybridlimit_lease_units_lost_total",
+		"hybridlimit_decisions_total", "hybridlimit_deny_cache_keys", "hybridlimit_lease_units", "hybridlimit_lease_units_lost_total", "hybridlimit_lease_units_unknown_total",
 		"hybridlimit_node_breaker_state", "hybridlimit_node_degraded", "hybridlimit_node_errors_total"); err != nil {
 		t.Error(err)
 	}

@@ -25,7 +25,8 @@
 //	hybridlimit_node_may_evict{node,policy}          gauge: 1 when the node's maxmemory-policy can evict limiter keys; policy "" where CONFIG GET is not allowed
 //	hybridlimit_lease_keys                           gauge: keys served from leases
 //	hybridlimit_lease_units                          gauge: units held in leases, the most the limits may be exceeded by now
-//	hybridlimit_lease_units_lost_total               counter: units leased that were neither spent nor given back
+//	hybridlimit_lease_units_lost_total               counter: units leased that were, for certain, neither spent nor given back
+//	hybridlimit_lease_units_unknown_total            counter: units of lease batches and give-backs sent that got no answer: perhaps taken, perhaps not
 //	hybridlimit_deny_cache_keys                      gauge: keys the denial cache holds
 //
 // and with Config.HTTP:

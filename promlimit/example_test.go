@@ -57,6 +57,7 @@ func ExampleNew() {
 	// hybridlimit_lease_keys gauge
 	// hybridlimit_lease_units gauge
 	// hybridlimit_lease_units_lost_total counter
+	// hybridlimit_lease_units_unknown_total counter
 	// hybridlimit_node_batched_total counter
 	// hybridlimit_node_breaker_opened_total counter
 	// hybridlimit_node_breaker_state gauge
