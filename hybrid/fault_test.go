@@ -441,3 +441,53 @@ func TestStatsChangesNothing(t *testing.T) {
 		t.Errorf("Stats changed the breaker: %+v, then %+v", before, after)
 	}
 }
+
+// TestMaybeCharged: a request the failure mode answers says whether it may
+// have been charged: true when it was sent and its reply did not come (the
+// server paused past the Timeout runs it on resume), false when it was
+// never written (the server gone: the connection is refused; the breaker
+// open) and for Peek, which charges nothing.
+func TestMaybeCharged(t *testing.T) {
+	srv := redistest.Start(t)
+	lim, err := New(Config{Addrs: []string{srv.Addr()}, Timeout: 50 * time.Millisecond,
+		Breaker: BreakerConfig{ConsecutiveFailures: 100, OpenTimeout: time.Minute},
+		Lease:   LeaseConfig{Disable: true}, DenyCache: DenyCacheConfig{Disable: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lim.Close()
+	ctx := context.Background()
+	l := PerMinute(10)
+	check := func(what string, r Result, err error, want bool) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Source != SourceFallback || r.MaybeCharged != want {
+			t.Errorf("%s: Source %v, MaybeCharged %v; want fallback, %v", what, r.Source, r.MaybeCharged, want)
+		}
+	}
+	r, err := lim.Allow(ctx, "k", l)
+	if err != nil || r.Source != SourceRemote || r.MaybeCharged {
+		t.Fatalf("healthy: %+v, %v; want Redis's answer, not MaybeCharged", r, err)
+	}
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	r, err = lim.AllowN(ctx, "k", 2, l)
+	check("paused, AllowN", r, err, true)
+	r, err = lim.AllowAtMost(ctx, "k", 2, l)
+	check("paused, AllowAtMost", r, err, true)
+	r, err = lim.Peek(ctx, "k", l)
+	check("paused, Peek", r, err, false)
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // the connections the timeouts broke are redialled: refused
+		r, err = lim.Allow(ctx, "k", l)
+		check("stopped", r, err, false)
+	}
+}

@@ -306,13 +306,21 @@ const (
 
 // failure answers, per the failure mode, a request that node nd (nil:
 // none) could not decide, for the reason a gives, and counts and logs that
-// reason. The caller counts the Result (Peek's are not counted).
+// reason. The caller counts the Result (Peek's are not counted). The
+// answer is MaybeCharged when a says the request may have run.
 func (l *Limiter) failure(op failOp, nd *node, a answer, key string, n int64, limits []Limit) Result {
 	if nd == nil {
 		l.noNode.Add(1)
 	} else {
 		nd.note(a.why, a.err)
 	}
+	r := l.fail(op, key, n, limits)
+	r.MaybeCharged = a.unknown && op != opPeek
+	return r
+}
+
+// fail is the failure mode's answer to a request of op.
+func (l *Limiter) fail(op failOp, key string, n int64, limits []Limit) Result {
 	switch l.cfg.OnFailure {
 	case FailOpen:
 		r := Result{Allowed: true, Limit: limits[0], Source: SourceFailOpen}

@@ -76,4 +76,13 @@ type Result struct {
 	Delay time.Duration
 	// Source says what decided: SourceRemote for a decision made on Redis.
 	Source Source
+	// MaybeCharged is true when the failure mode answered a request that
+	// was sent to the key's node and got no answer in its budget (a
+	// timeout, a connection broken after the request was written, a
+	// caller that left while a round trip carried it): Redis may have run
+	// it and charged its units, whatever Allowed says. A user counting
+	// what a key spent counts such a request as charged or not, both
+	// possible. False for every other answer, and for Peek, which charges
+	// nothing.
+	MaybeCharged bool
 }

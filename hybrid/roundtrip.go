@@ -2,9 +2,13 @@ package hybrid
 
 import (
 	"context"
+	"errors"
+	"net"
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/hybridlimit/hybridlimit/breaker"
 	"github.com/hybridlimit/hybridlimit/remote"
@@ -380,18 +384,28 @@ func (nd *node) one(req remote.Request, shard *breaker.Breaker, deadline time.Ti
 
 // outcome is the answer of a round trip that sent a request (or, sent
 // false, that the breaker refused), Redis's result out and err its error.
-// A timeout or a broken connection leaves the request's outcome unknown;
-// an error Redis answered means the request did not run (a script checks
-// what it may refuse before it writes).
+// A timeout or a connection broken after the request was written leaves
+// its outcome unknown; a connection that could not be made, or an error
+// Redis answered, means the request did not run (a script checks what it
+// may refuse before it writes).
 func outcome(sent bool, out remote.Result, err error) answer {
 	switch {
 	case !sent:
 		return answer{why: ReasonBreakerOpen}
 	case err != nil:
 		why := reasonOf(err)
-		return answer{why: why, err: err, unknown: why == ReasonTimeout || why == ReasonTransport}
+		return answer{why: why, err: err, unknown: (why == ReasonTimeout || why == ReasonTransport) && !undialled(err)}
 	}
 	return answer{out: out, ok: true}
+}
+
+// undialled reports whether err says the client wrote nothing: a
+// connection could not be opened (go-redis returns a dial's error, or the
+// last one while it refuses to dial again, before it writes a command), or
+// the client was closed.
+func undialled(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" || errors.Is(err, redis.ErrClosed)
 }
 
 // shardOutcome counts a request's answer a on the breaker of its Cluster
