@@ -76,7 +76,7 @@ type leases struct {
 	lost    atomic.Int64 // units neither spent nor given back, for certain
 	unknown atomic.Int64 // units of lease requests and give-backs of unknown outcome
 	wg      sync.WaitGroup
-	ctx     context.Context // cancelled by Close: renewals end
+	ctx     context.Context // cancelled by Close: the sweep ends, and no renewal starts
 	cancel  context.CancelFunc
 
 	gate   sync.RWMutex // go() holds it shared, close exclusively
@@ -198,10 +198,18 @@ func (e *leaseEntry) end() int64 {
 // leaseBatch is what a lease knows of its last batch: what was asked for
 // and what Redis answered. Times are ns since the table's base.
 type leaseBatch struct {
-	size      int64 // units asked for
-	given     int64 // units left just after it landed
-	took      int64 // when it landed
-	at        int64 // Redis time of the batch, µs (0: none has landed yet)
+	size    int64 // units asked for
+	given   int64 // units left just after it landed
+	took    int64 // when it landed
+	at      int64 // Redis time of the batch, µs (0: none has landed yet)
+	granted int64 // units Redis gave with it
+	// since is the Redis time of the oldest batch whose units the lease
+	// may still hold (spends take the oldest first): a give-back of what
+	// it holds returns the units charged from then on. A SlidingWindowLog
+	// removes that many events charged at or after it; the time of the
+	// last batch alone left the older batches' units in the log, and
+	// never given back (TestGiveBackSpansBatches).
+	since     int64
 	binding   int   // the binding limit's index
 	expires   int64 // the lease ends then
 	resetAt   int64 // the binding limit is full again then
@@ -329,11 +337,20 @@ func (ls *leases) landed(e *leaseEntry, lease remote.Result, want, given, now in
 		given:     given,
 		took:      now,
 		at:        lease.At,
+		granted:   lease.Granted,
+		since:     lease.At,
 		binding:   lease.Binding,
 		expires:   now + int64(ls.ttl(lease.ResetAfter, e.req.Limits())),
 		resetAt:   now + int64(lease.ResetAfter),
 		remaining: lease.Remaining,
 		slot0:     now + int64(lease.Delay),
+	}
+	switch held := given - lease.Granted; {
+	case held <= 0 || prev.at == 0:
+	case held <= prev.granted:
+		b.since = prev.at // what is held came with the batch before
+	default:
+		b.since = prev.since
 	}
 	if e.tick > 0 {
 		// A batch's places follow the previous batch's in Redis's queue.
@@ -692,7 +709,7 @@ func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, req re
 			ls.deleted(k)
 		}
 		if !a.ok {
-			ls.unsure(a, want)
+			ls.unsure(k, a, want)
 			return Result{}, takeFailed, a
 		}
 		at, units := lease.At, lease.Granted
@@ -799,9 +816,12 @@ func (ls *leases) renewNow(key string, e *leaseEntry) {
 		return
 	}
 	req, _ := e.req.Lease(want) // want >= 1
-	a := e.node.ask(ls.ctx, req, deadlineOf(ls.ctx, time.Now(), ls.timeout), nil)
+	// Not ls.ctx: a renewal Close cancelled could have been sent, and its
+	// batch taken from Redis with nobody to give it back. Close waits for
+	// it instead, bounded by the Timeout, and gives it back with the rest.
+	a := e.node.ask(context.Background(), req, time.Now().Add(ls.timeout), nil)
 	if !a.ok {
-		ls.unsure(a, want)
+		ls.unsure(key, a, want)
 		return
 	}
 	// Nothing, or less than asked: the key is over its limit, and the
@@ -809,28 +829,28 @@ func (ls *leases) renewNow(key string, e *leaseEntry) {
 	// is published before its units can be spent: where its places fall
 	// (a LeakyBucket's slot0, given) must be known first.
 	lease := a.out
-	ls.landed(e, lease, want, max(e.units.Load(), 0)+lease.Granted, ls.now())
+	bt = ls.landed(e, lease, want, max(e.units.Load(), 0)+lease.Granted, ls.now())
 	// Ended meanwhile: the batch's units, or all the lease holds, go back.
-	back := lease.Granted
+	back, at := lease.Granted, lease.At
 	if e.add(lease.Granted) {
-		back = 0
+		back, at = 0, bt.since
 		if cur, _ := ls.entries.Load(key); cur != e {
 			back = e.end()
 		}
 	}
 	if back > 0 {
-		ls.giveBack(e.node, e.req, lease.At, back)
+		ls.giveBack(e.node, e.req, at, back)
 	}
 }
 
-// unsure counts the units of a lease request (a first batch or a renewal
-// of want units) that got no answer, a: when it may have run on Redis
-// (a.unknown), they may be taken there and never spent, and are counted
-// of unknown outcome; a request that ran nowhere took nothing.
-func (ls *leases) unsure(a answer, want int64) {
+// unsure counts the units of a lease request for key (a first batch or a
+// renewal of want units) that got no answer, a: when it may have run on
+// Redis (a.unknown), they may be taken there and never spent, and are
+// counted of unknown outcome; a request that ran nowhere took nothing.
+func (ls *leases) unsure(key string, a answer, want int64) {
 	if a.unknown {
 		ls.unknown.Add(want)
-		ls.log.Debug("hybrid: lease batch of unknown outcome", "units", want, "reason", a.why.String(), "err", a.err)
+		ls.log.Debug("hybrid: lease batch of unknown outcome", "key", key, "units", want, "reason", a.why.String(), "err", a.err)
 	}
 }
 
@@ -840,7 +860,7 @@ func (ls *leases) expire(key string, e *leaseEntry) {
 		ls.deleted(key)
 	}
 	if left := e.end(); left > 0 {
-		at := e.batch.Load().at
+		at := e.batch.Load().since
 		ls.goDo(true, func() { ls.giveBack(e.node, e.req, at, left) })
 	}
 }
@@ -851,7 +871,7 @@ func (ls *leases) expire(key string, e *leaseEntry) {
 func (ls *leases) giveBack(nd *node, req remote.Request, at, units int64) {
 	if ls.topo.byName(nd.name) != nd {
 		ls.lost.Add(units)
-		ls.log.Debug("hybrid: lease units dropped, their node left the ring", "node", nd.name, "units", units)
+		ls.log.Debug("hybrid: lease units dropped, their node left the ring", "node", nd.name, "key", req.Key(), "units", units)
 		return
 	}
 	gr, err := req.GiveBack(units, at)
@@ -868,7 +888,7 @@ func (ls *leases) giveBack(nd *node, req remote.Request, at, units int64) {
 		} else {
 			ls.lost.Add(units)
 		}
-		ls.log.Debug("hybrid: give-back failed", "node", nd.name, "units", units, "reason", a.why.String(), "err", a.err)
+		ls.log.Debug("hybrid: give-back failed", "node", nd.name, "key", req.Key(), "units", units, "lost", !a.unknown, "reason", a.why.String(), "err", a.err)
 	}
 }
 
@@ -889,8 +909,9 @@ func (ls *leases) outstanding() int64 {
 	return n
 }
 
-// close stops renewals, gives every lease back and waits for it all.
-// Leases off (ls nil): nothing.
+// close starts no more renewals, lets those in flight land (each bounded
+// by the Timeout), and gives every lease back, waiting for it all. Leases
+// off (ls nil): nothing.
 func (ls *leases) close() {
 	if ls == nil {
 		return
@@ -904,7 +925,7 @@ func (ls *leases) close() {
 		e := v.(*leaseEntry)
 		ls.entries.Delete(k)
 		if left := e.end(); left > 0 {
-			ls.giveBack(e.node, e.req, e.batch.Load().at, left)
+			ls.giveBack(e.node, e.req, e.batch.Load().since, left)
 		}
 		return true
 	})
@@ -1002,7 +1023,7 @@ func (ls *leases) reset(key string, limits []Limit) {
 	if err != nil {
 		return
 	}
-	at := e.batch.Load().at
+	at := e.batch.Load().since
 	ls.goDo(true, func() { ls.giveBack(e.node, req, at, left) })
 }
 

@@ -477,7 +477,8 @@ func (l *Limiter) RemoveNode(name string) error {
 	return nil
 }
 
-// Close gives back the units leases hold, answers the calls under way
+// Close lets the lease renewals in flight land, within the Timeout, and
+// gives back the units leases hold; it answers the calls under way
 // (those waiting for a round trip are still sent; no call starts after
 // it began), and then releases the nodes: the clients the Limiter built
 // are closed. It is idempotent; after it every call returns ErrClosed.
