@@ -3,6 +3,7 @@ module github.com/hybridlimit/hybridlimit/internal/testkit/faulttest
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/hybridlimit/hybridlimit v0.0.0
 	github.com/hybridlimit/hybridlimit/internal/testkit/toxitest v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
