@@ -9,7 +9,7 @@ package faulttest
 //
 //   - admitted (answers from Redis and from leases) <= capacity, plus the
 //     refill and the refunds of a key that refills;
-//   - for a key that does not refill during the run (a daily quota), after
+//   - for a key that does not refill during the run (a quota), after
 //     every Limiter has closed, the units Redis is short of (capacity -
 //     what it holds - admitted) lie between the units the Limiters counted
 //     lost for the key and that plus the units of unknown outcome they
@@ -31,6 +31,7 @@ package faulttest
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -85,10 +86,14 @@ const (
 	// faultPause stops the node's process (SIGSTOP) for the fault's
 	// duration: every instance's requests to it wait, and run on resume.
 	faultPause
+	// faultSlow holds the node's replies for half the Timeout: a slow node,
+	// not a failed one. Batches land late, leases run dry and expire
+	// while their renewals are in flight.
+	faultSlow
 	numFaultKinds
 )
 
-var faultNames = [...]string{"late-reply", "dropped-reply", "reset", "slow-send", "pause"}
+var faultNames = [...]string{"late-reply", "dropped-reply", "reset", "slow-send", "pause", "slow"}
 
 func (k faultKind) String() string { return faultNames[k] }
 
@@ -111,7 +116,7 @@ func (f nemFault) String() string {
 }
 
 // nemKey is a key of a schedule and its limits. A quota key does not
-// refill during the run (a day's period): every unit it lost is counted.
+// refill during the run (a month's period): every unit it lost is counted.
 type nemKey struct {
 	limits []Limit
 	quota  bool
@@ -145,19 +150,28 @@ func newNemesis(seed uint64) nemSchedule {
 		WarmRate:    5,
 		MaxFraction: 0.04 + 0.06*rng.Float64(),
 		RenewEvery:  time.Duration(15+rng.IntN(35)) * time.Millisecond,
-		TTL:         time.Duration(150+rng.IntN(350)) * time.Millisecond,
+		TTL:         time.Duration(50+rng.IntN(450)) * time.Millisecond,
 	}
-	const day = 24 * time.Hour
+	// A quota's period: its largest (60,000) refills a unit in 43 s, none
+	// during a run.
+	const month = 30 * 24 * time.Hour
 	for range 4 + rng.IntN(4) {
 		var k nemKey
+		// Quotas of a few thousand run out within the run (leases then
+		// wait, dry); larger ones do not (leases hold units to the end).
 		switch rng.IntN(5) {
-		case 0, 1:
-			k = nemKey{quota: true, limits: []Limit{{Rate: 300 + rng.Int64N(2700), Period: day}}}
+		case 0:
+			k = nemKey{quota: true, limits: []Limit{{Rate: 300 + rng.Int64N(2700), Period: month}}}
+		case 1:
+			k = nemKey{quota: true, limits: []Limit{{Rate: 20_000 + rng.Int64N(40_000), Period: month}}}
 		case 2:
-			k = nemKey{quota: true, limits: []Limit{{Algorithm: SlidingWindowLog, Rate: 300 + rng.Int64N(1200), Period: day}}}
+			k = nemKey{quota: true, limits: []Limit{{Algorithm: SlidingWindowLog, Rate: 300 + rng.Int64N(1200), Period: month}}}
 		case 3:
 			c := 300 + rng.Int64N(1700)
-			k = nemKey{quota: true, limits: []Limit{{Rate: c, Period: day}, {Rate: c + rng.Int64N(c), Period: 2 * day}}}
+			if rng.IntN(2) == 0 {
+				c *= 20
+			}
+			k = nemKey{quota: true, limits: []Limit{{Rate: c, Period: month}, {Rate: c + rng.Int64N(c), Period: 2 * month}}}
 		default:
 			k = nemKey{limits: []Limit{{Rate: 200 + rng.Int64N(600), Period: time.Second}}}
 		}
@@ -178,7 +192,7 @@ func newNemesis(seed uint64) nemSchedule {
 	}
 	if rng.IntN(3) == 0 {
 		// One more, on while the Limiters close: their give-backs meet it.
-		s.faults = append(s.faults, nemFault{kind: faultKind(rng.IntN(int(faultPause))), node: rng.IntN(nemesisNodes), inst: -1,
+		s.faults = append(s.faults, nemFault{kind: []faultKind{faultLate, faultDrop, faultReset, faultSlowSend, faultSlow}[rng.IntN(5)], node: rng.IntN(nemesisNodes), inst: -1,
 			at: s.run - 20*time.Millisecond, dur: time.Second})
 	}
 	if rng.IntN(2) == 0 {
@@ -378,6 +392,8 @@ func runNemesis(t *testing.T, srv []*redistest.Server, s nemSchedule) *nemOutcom
 				name, err = p.AddToxic("reset_peer", toxitest.Downstream, map[string]any{"timeout": 0})
 			case faultSlowSend:
 				name, err = p.AddLatency(toxitest.Upstream, s.timeout+20*time.Millisecond, 10*time.Millisecond)
+			case faultSlow:
+				name, err = p.AddLatency(toxitest.Downstream, s.timeout/2, 0)
 			}
 			if err != nil {
 				t.Error(err)
@@ -435,8 +451,10 @@ func runNemesis(t *testing.T, srv []*redistest.Server, s nemSchedule) *nemOutcom
 	}
 
 	// The callers: three per instance, bounded in operations and time.
+	// They run until their Limiter is closed: Close meets requests still
+	// being spent from its leases, as a service's shutdown does.
 	tallies := make([]nemTally, len(s.keys))
-	const workers, maxOps = 3, 4000
+	const workers, maxOps = 3, 6000
 	end := start.Add(s.run)
 	crashed := s.insts // none
 	var gone atomic.Bool
@@ -447,7 +465,7 @@ func runNemesis(t *testing.T, srv []*redistest.Server, s nemSchedule) *nemOutcom
 				rng := rand.New(rand.NewPCG(s.seed, uint64(run)<<8|uint64(i*workers+w)))
 				ctx := context.Background()
 				for range maxOps {
-					if time.Now().After(end) || i == s.insts-1 && gone.Load() {
+					if time.Now().After(end.Add(5*time.Second)) || i == s.insts-1 && gone.Load() {
 						return
 					}
 					k := rng.IntN(len(s.keys))
@@ -461,7 +479,7 @@ func runNemesis(t *testing.T, srv []*redistest.Server, s nemSchedule) *nemOutcom
 					var n int64
 					switch x := rng.IntN(20); {
 					case x < 14:
-						n = 1 + rng.Int64N(3)
+						n = 1 + rng.Int64N(5)
 						r, err = lims[i].AllowN(ctx, keyName(k), n, key.limits...)
 					case x < 17:
 						n = 1 + rng.Int64N(5)
@@ -476,6 +494,9 @@ func runNemesis(t *testing.T, srv []*redistest.Server, s nemSchedule) *nemOutcom
 						if err = lims[i].Refund(ctx, keyName(k), n, key.limits...); err == nil {
 							tk.refunded.Add(n)
 						}
+					}
+					if errors.Is(err, ErrClosed) {
+						return
 					}
 					if err != nil {
 						t.Errorf("instance %d, key %d: %v", i, k, err)
@@ -501,7 +522,7 @@ func runNemesis(t *testing.T, srv []*redistest.Server, s nemSchedule) *nemOutcom
 		}
 		gone.Store(true)
 	}
-	wg.Wait()
+	time.Sleep(time.Until(end))
 	closeAt := time.Since(start)
 	windows = append(windows, window{"close", closeAt, time.Hour})
 	for i, l := range lims {
@@ -510,6 +531,7 @@ func runNemesis(t *testing.T, srv []*redistest.Server, s nemSchedule) *nemOutcom
 			closed[i] = true
 		}
 	}
+	wg.Wait()
 	undoAll()
 	// The crashed instance never gave anything back: Close it now, with
 	// its connections still cut, so that its goroutines end (its give-
