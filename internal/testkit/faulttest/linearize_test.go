@@ -10,10 +10,10 @@ package faulttest
 // gave, as one atomic step somewhere between its call and its return.
 //
 // An answer of the failure mode that says MaybeCharged is of unknown
-// outcome: it may take effect at any time after its call, or never (a
-// pending operation, which the checker may place last, where nothing
-// observes it). One that does not say so was never sent, and is not in the
-// history: were MaybeCharged untrue, the history would not check. Refund
+// outcome: it took effect somewhere between its call and the latest its
+// request could reach Redis (linUnknownWithin), or never. One that does not
+// say so was never sent, and is not in the history: were MaybeCharged
+// untrue, the history would not check. Refund
 // and Reset return no answer; they are made on the keys of the healthy
 // nodes, and counted of unknown outcome if a healthy node ever failed.
 //
@@ -27,7 +27,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -71,9 +70,11 @@ type linOut struct {
 	remaining int64
 }
 
-// linModel is a limit of capacity units that does not refill, per key:
-// the state is the units left.
-var linModel = porcupine.Model{
+// linSpec is a limit of capacity units that does not refill, per key:
+// the state is the units left (-1: full, the capacity being the input's).
+// An operation of unknown outcome may have taken effect or not: both are
+// next states.
+var linSpec = porcupine.NondeterministicModel{
 	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
 		by := map[int][]porcupine.Operation{}
 		for _, op := range h {
@@ -86,42 +87,23 @@ var linModel = porcupine.Model{
 		}
 		return out
 	},
-	Init: func() any { return int64(-1) }, // -1: full (the capacity is the input's)
-	Step: func(state, input, output any) (bool, any) {
+	Init: func() []any { return []any{int64(-1)} },
+	Step: func(state, input, output any) []any {
 		in, out := input.(linIn), output.(linOut)
 		left := state.(int64)
 		if left < 0 {
 			left = in.capacity
 		}
-		var next int64
-		var want linOut
-		switch in.kind {
-		case linAllow:
-			next = left
-			if left >= in.n {
-				next = left - in.n
-				want = linOut{allowed: true, granted: in.n, remaining: next}
-			} else {
-				want = linOut{remaining: left}
-			}
-		case linAtMost:
-			g := min(in.n, left)
-			next = left - g
-			want = linOut{allowed: g > 0, granted: g, remaining: next}
-		case linPeek:
-			next = left
-			want = linOut{allowed: left >= 1, remaining: max(left-1, 0)}
-		case linRefund:
-			next = min(in.capacity, left+in.n)
-			want = out // no answer to check
-		case linReset:
-			next = in.capacity
-			want = out
+		next, want := linApply(in, left)
+		switch {
+		case out.unknown && next != left:
+			return []any{left, next}
+		case out.unknown:
+			return []any{left}
+		case in.kind == linRefund || in.kind == linReset || out == want:
+			return []any{next}
 		}
-		if out.unknown {
-			return true, next
-		}
-		return out == want, next
+		return nil
 	},
 	DescribeOperation: func(input, output any) string {
 		in, out := input.(linIn), output.(linOut)
@@ -131,6 +113,35 @@ var linModel = porcupine.Model{
 		return fmt.Sprintf("%s(%d) -> allowed %v, granted %d, remaining %d", linKindNames[in.kind], in.n, out.allowed, out.granted, out.remaining)
 	},
 }
+
+var linModel = linSpec.ToModel()
+
+// linApply is what operation in does to a limit with left units, and the
+// answer it gives.
+func linApply(in linIn, left int64) (next int64, out linOut) {
+	switch in.kind {
+	case linAllow:
+		if left >= in.n {
+			return left - in.n, linOut{allowed: true, granted: in.n, remaining: left - in.n}
+		}
+		return left, linOut{remaining: left}
+	case linAtMost:
+		g := min(in.n, left)
+		return left - g, linOut{allowed: g > 0, granted: g, remaining: left - g}
+	case linPeek:
+		return left, linOut{allowed: left >= 1, remaining: max(left-1, 0)}
+	case linRefund:
+		return min(in.capacity, left+in.n), linOut{}
+	}
+	return in.capacity, linOut{} // linReset
+}
+
+// linUnknownWithin bounds how long after its call a request of unknown
+// outcome can take effect on Redis: its budget (the Timeout), plus the
+// longest the proxy holds a request (Timeout + 60 ms), with room to
+// spare for a machine that stalls (2 cores, -race). After it, it has run
+// or never will.
+const linUnknownWithin = time.Second
 
 // linDenial is a denial Redis gave an instance: the deny-cache answers
 // that follow must match one.
@@ -154,7 +165,9 @@ func TestColdPathLinearizable(t *testing.T) {
 	lims := make([]*Limiter, insts)
 	for i := range lims {
 		lim, err := New(Config{Addrs: addrs, Timeout: timeout, Lease: LeaseConfig{Disable: true}, Logger: slog.New(slog.DiscardHandler),
-			Breaker: BreakerConfig{OpenTimeout: 150 * time.Millisecond}})
+			// A breaker slow to open: most requests of a fault are sent,
+			// and of unknown outcome, rather than answered unsent.
+			Breaker: BreakerConfig{ConsecutiveFailures: 1000, FailureRatio: 1, OpenTimeout: 150 * time.Millisecond}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,12 +217,12 @@ func TestColdPathLinearizable(t *testing.T) {
 			select {
 			case <-stop:
 				return
-			case <-time.After(250 * time.Millisecond):
+			case <-time.After(100 * time.Millisecond):
 			}
 			name := kinds[i%len(kinds)]()
 			select {
 			case <-stop:
-			case <-time.After(150 * time.Millisecond):
+			case <-time.After(250 * time.Millisecond):
 			}
 			sick.Remove(t, name)
 		}
@@ -280,7 +293,7 @@ func TestColdPathLinearizable(t *testing.T) {
 					case r.Source != SourceRemote && !r.MaybeCharged:
 						continue // never sent: not in the history
 					case r.Source != SourceRemote:
-						op.Output, op.Return = linOut{unknown: true}, math.MaxInt64
+						op.Output, op.Return = linOut{unknown: true}, op.Call+int64(linUnknownWithin)
 					}
 					mu.Lock()
 					history = append(history, op)
@@ -311,7 +324,7 @@ func TestColdPathLinearizable(t *testing.T) {
 	for i, op := range history {
 		in := op.Input.(linIn)
 		if (in.kind == linRefund || in.kind == linReset) && healthyFailed {
-			history[i].Output, history[i].Return = linOut{unknown: true}, math.MaxInt64
+			history[i].Output, history[i].Return = linOut{unknown: true}, history[i].Call+int64(linUnknownWithin)
 		}
 		if history[i].Output.(linOut).unknown {
 			unknown++
