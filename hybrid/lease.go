@@ -816,9 +816,9 @@ func (ls *leases) renewNow(key string, e *leaseEntry) {
 		return
 	}
 	req, _ := e.req.Lease(want) // want >= 1
-	// Not ls.ctx: a renewal Close cancelled could have been sent, and its
-	// batch taken from Redis with nobody to give it back. Close waits for
-	// it instead, bounded by the Timeout, and gives it back with the rest.
+	// Not ls.ctx, which Close cancels: a renewal that was sent may have
+	// run, and only its landing gives its batch back. Close waits for it,
+	// bounded by the Timeout, and gives it back with the rest.
 	a := e.node.ask(context.Background(), req, time.Now().Add(ls.timeout), nil)
 	if !a.ok {
 		ls.unsure(key, a, want)
