@@ -31,6 +31,23 @@ import (
 // the type of shard.m.
 type mapIndex struct{ m map[uint64]*entry }
 
+// indexMethods is the method set the shard uses of its index: mapIndex has
+// all of it, so that it stays a drop-in for index.
+type indexMethods interface {
+	get(h uint64) *entry
+	put(h uint64, e *entry)
+	del(h uint64)
+	len() int
+	shrink()
+	sample(fn func(head *entry) bool)
+	heads() []*entry
+}
+
+var (
+	_ indexMethods = (*index)(nil)
+	_ indexMethods = (*mapIndex)(nil)
+)
+
 func (x *mapIndex) get(h uint64) *entry { return x.m[h] }
 
 func (x *mapIndex) put(h uint64, e *entry) {

@@ -190,7 +190,6 @@ func memberOptions(o *redis.ClusterOptions) *redis.Options {
 		WriteBufferSize:              o.WriteBufferSize,
 		TLSConfig:                    o.TLSConfig,
 		IdentitySuffix:               o.IdentitySuffix,
-		UnstableResp3:                o.UnstableResp3,
 	})
 }
 
@@ -294,6 +293,7 @@ func (c *cluster) load(ctx context.Context) error {
 		if m == nil {
 			return errClosed
 		}
+		//lint:ignore SA1019 CLUSTER SHARDS needs Redis 7; CLUSTER SLOTS answers on every version we support
 		slots, err := m.client.ClusterSlots(ctx).Result()
 		if err == nil {
 			err = c.publish(slots, a)

@@ -115,11 +115,11 @@ func TestFaultSuite(t *testing.T) {
 		}},
 		{name: "readonly", inject: func(t *testing.T, c *toxicCluster) func() {
 			rdb := c.srv[0].Client(t)
-			if err := rdb.SlaveOf(context.Background(), "127.0.0.1", fmt.Sprint(c.srv[1].Port())).Err(); err != nil {
+			if err := rdb.ReplicaOf(context.Background(), "127.0.0.1", fmt.Sprint(c.srv[1].Port())).Err(); err != nil {
 				t.Fatal(err)
 			}
 			return func() {
-				if err := rdb.SlaveOf(context.Background(), "no", "one").Err(); err != nil {
+				if err := rdb.ReplicaOf(context.Background(), "no", "one").Err(); err != nil {
 					t.Error(err)
 				}
 			}
