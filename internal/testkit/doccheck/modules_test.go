@@ -1,6 +1,7 @@
 package doccheck
 
 import (
+	"bytes"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -104,5 +105,28 @@ func TestEveryModuleInWorkspace(t *testing.T) {
 	slices.Sort(used)
 	if !slices.Equal(mods, used) {
 		t.Errorf("modules in the tree %v, but go.work uses %v", mods, used)
+	}
+}
+
+// TestEveryModuleLicensed: every module of go.work has the root's LICENSE
+// (BSD-3-Clause) at its top, the one place pkg.go.dev and the Go tools
+// look for it: a nested module's zip holds only its own directory.
+func TestEveryModuleLicensed(t *testing.T) {
+	root := moduleRoot(t)
+	want, err := os.ReadFile(filepath.Join(root, "LICENSE"))
+	if err != nil {
+		t.Fatalf("the repository has no LICENSE: %v", err)
+	}
+	if !bytes.Contains(want, []byte("Redistribution and use in source and binary forms")) {
+		t.Error("LICENSE is not the BSD-3-Clause text")
+	}
+	for _, u := range directives(t, filepath.Join(root, "go.work"), "use") {
+		got, err := os.ReadFile(filepath.Join(root, u, "LICENSE"))
+		switch {
+		case err != nil:
+			t.Errorf("module %s has no LICENSE: %v", u, err)
+		case !bytes.Equal(got, want):
+			t.Errorf("module %s's LICENSE differs from the root's", u)
+		}
 	}
 }
