@@ -4,15 +4,11 @@ go 1.26.0
 
 require github.com/hybridlimit/hybridlimit v0.0.0
 
-replace github.com/hybridlimit/hybridlimit => ..
-
-replace github.com/hybridlimit/hybridlimit/internal/testkit/toxitest => ../internal/testkit/toxitest
-
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.1.2
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/go-redis/redis_rate/v10 v10.0.1
-	github.com/hybridlimit/hybridlimit/internal/testkit/toxitest v0.0.0-00010101000000-000000000000
+	github.com/hybridlimit/hybridlimit/internal/testkit/toxitest v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	go.uber.org/goleak v1.3.0

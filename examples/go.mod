@@ -12,16 +12,6 @@ require github.com/hybridlimit/hybridlimit/grpclimit v0.0.0
 
 require github.com/hybridlimit/hybridlimit/promlimit v0.0.0
 
-replace github.com/hybridlimit/hybridlimit => ..
-
-replace github.com/hybridlimit/hybridlimit/internal/ruleset => ../internal/ruleset
-
-replace github.com/hybridlimit/hybridlimit/httplimit => ../httplimit
-
-replace github.com/hybridlimit/hybridlimit/grpclimit => ../grpclimit
-
-replace github.com/hybridlimit/hybridlimit/promlimit => ../promlimit
-
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/prometheus/client_golang v1.25.0
