@@ -105,6 +105,9 @@ type tally struct {
 	slowest  [3]time.Duration
 	admitted [3]int64
 	errs     int64
+	// keyCalls counts the calls per key: the callers do not spread them
+	// evenly when the machine holds some of them off.
+	keyCalls map[string]int64
 	// stall is the longest a goroutine that only sleeps 1 ms woke late
 	// during the drive: how long the test machine (2 cores, -race,
 	// other packages' tests) held any goroutine off a CPU. A caller can
@@ -126,6 +129,12 @@ func (a *tally) add(b *tally) {
 	}
 	a.errs += b.errs
 	a.stall = max(a.stall, b.stall)
+	if a.keyCalls == nil {
+		a.keyCalls = map[string]int64{}
+	}
+	for k, n := range b.keyCalls {
+		a.keyCalls[k] += n
+	}
 }
 
 // checkBudget fails t when a call on any node took longer than 1.5 ×
@@ -189,6 +198,10 @@ func (c *toxicCluster) drive(workers int, d time.Duration, lim Limit, mkCtx func
 				el := time.Since(t0)
 				cancel()
 				mine.calls[node]++
+				if mine.keyCalls == nil {
+					mine.keyCalls = map[string]int64{}
+				}
+				mine.keyCalls[key]++
 				if err != nil {
 					mine.errs++
 					continue
