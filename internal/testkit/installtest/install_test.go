@@ -1,10 +1,12 @@
 package installtest
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,6 +26,24 @@ var installs = []struct{ path, program string }{
 	{"github.com/hybridlimit/hybridlimit/httplimit", "http"},
 	{"github.com/hybridlimit/hybridlimit/grpclimit", "grpc"},
 	{"github.com/hybridlimit/hybridlimit/promlimit", "metrics"},
+}
+
+// maxGraph is the most modules a module that imports only hybrid may list
+// in go list -m all: itself, the library, the four dependencies DESIGN.md
+// chose with what they require, and the library's test dependencies.
+const maxGraph = 22
+
+// linked are the modules a program that imports only hybrid may link: it,
+// the library, and the six the library needs.
+var linked = []string{
+	"example.com/alone",
+	"github.com/hybridlimit/hybridlimit",
+	"github.com/redis/go-redis/v9",
+	"github.com/buraksezer/consistent",
+	"github.com/cespare/xxhash/v2",
+	"github.com/sony/gobreaker/v2",
+	"go.uber.org/atomic",
+	"golang.org/x/sys",
 }
 
 func TestInstallAsUser(t *testing.T) {
@@ -79,6 +99,25 @@ func TestInstallAsUser(t *testing.T) {
 	for _, in := range installs {
 		t.Logf("%s", strings.TrimSpace(run(t, user, nil, filepath.Join(bin, in.program), srv.Addr())))
 	}
+
+	// A service that imports only hybrid: what its module graph lists, and
+	// what it links (DESIGN-NOTES, "A workspace of modules").
+	alone := filepath.Join(tmp, "hybrid-only")
+	copyDir(t, "testdata/consumer/limit", alone)
+	if err := os.WriteFile(filepath.Join(alone, "go.mod"), []byte("module example.com/alone\n\ngo 1.26.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, alone, env, "go", "get", installs[0].path+"@"+version)
+	graph := strings.Fields(run(t, alone, env, "go", "list", "-m", "-f", "{{.Path}}", "all"))
+	if len(graph) > maxGraph {
+		t.Errorf("a module that imports only hybrid lists %d modules, want at most %d: %v", len(graph), maxGraph, graph)
+	}
+	for _, m := range strings.Fields(run(t, alone, env, "go", "list", "-deps", "-f", "{{with .Module}}{{.Path}}{{end}}", ".")) {
+		if !slices.Contains(linked, m) {
+			t.Errorf("a program that imports only hybrid links %s", m)
+		}
+	}
+	t.Logf("a module that imports only hybrid: %d modules in its graph", len(graph))
 
 	// The main job without a clone.
 	run(t, user, append(env, "GOBIN="+bin), "go", "install", "github.com/hybridlimit/hybridlimit/bench@"+version)
@@ -183,15 +222,17 @@ func copyDir(t *testing.T, src, dst string) {
 }
 
 // run runs name with args in dir, with env added to this process's, and
-// returns its output; it fails t if the command fails.
+// returns its standard output; it fails t, with what the command wrote to
+// both, if the command fails.
 func run(t *testing.T, dir string, env []string, name string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s (in %s): %v\n%s", name, strings.Join(args, " "), dir, err, out)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s (in %s): %v\n%s%s", name, strings.Join(args, " "), dir, err, stdout.Bytes(), stderr.Bytes())
 	}
-	return string(out)
+	return stdout.String()
 }
