@@ -328,8 +328,9 @@ func newEntry(nd *node, req remote.Request, ceiling int64) *leaseEntry {
 
 // landed publishes the batch that Redis answered with lease at now, of
 // want units asked for, given being the units left with it: its binding
-// limit, Redis time and durations. A batch short of want makes the lease
-// wait for the refill. Only the goroutine landing a batch calls it.
+// limit, Redis time and durations, and since, the time of the oldest batch
+// whose units it may hold. A batch short of want makes the lease wait for
+// the refill. Only the goroutine landing a batch calls it.
 func (ls *leases) landed(e *leaseEntry, lease remote.Result, want, given, now int64) *leaseBatch {
 	prev := e.batch.Load()
 	b := &leaseBatch{
@@ -567,20 +568,18 @@ func (ls *leases) answer(key string, n int64, limits []Limit, c *leaseClaim) (Re
 	}
 	left, ok := e.take(n)
 	if !ok {
+		c.held = true // not set on the spend's path, the hottest
 		if bt.short {
 			// Over the limit: Redis has nothing until the refill. Once it
 			// is due, one request asks for the next batch and is decided
 			// by Redis itself, so that a request made at a dry answer's
 			// RetryAfter finds the refill; the others wait for the batch.
 			if now >= bt.waitUntil && ls.renew(key, e) {
-				c.held = true
 				return Result{}, false
 			}
-			c.held = true
 			return ls.dry(bt, e, limits, now), true
 		}
 		ls.renew(key, e)
-		c.held = true
 		return Result{}, false
 	}
 	if e.tick == 0 && left < bt.size/2 && (!bt.short || now >= bt.waitUntil) {
@@ -730,14 +729,7 @@ func (ls *leases) take(ctx context.Context, deadline time.Time, nd *node, req re
 	// Ended meanwhile (rehome expires leases while they are being taken):
 	// the units go back, as a renewal's do, rather than sit in a lease
 	// nobody can find.
-	left := granted
-	if e.add(granted) {
-		left = 0
-		if cur, _ := ls.entries.Load(k); cur != e {
-			left = e.end()
-		}
-	}
-	if left > 0 {
+	if left, _ := ls.keep(k, e, granted); left > 0 {
 		at := lease.At
 		ls.goDo(true, func() { ls.giveBack(nd, e.req, at, left) })
 	}
@@ -831,16 +823,28 @@ func (ls *leases) renewNow(key string, e *leaseEntry) {
 	lease := a.out
 	bt = ls.landed(e, lease, want, max(e.units.Load(), 0)+lease.Granted, ls.now())
 	// Ended meanwhile: the batch's units, or all the lease holds, go back.
-	back, at := lease.Granted, lease.At
-	if e.add(lease.Granted) {
-		back, at = 0, bt.since
-		if cur, _ := ls.entries.Load(key); cur != e {
-			back = e.end()
-		}
+	back, whole := ls.keep(key, e, lease.Granted)
+	at := lease.At
+	if whole {
+		at = bt.since
 	}
 	if back > 0 {
 		ls.giveBack(e.node, e.req, at, back)
 	}
+}
+
+// keep adds the n units of a batch that landed to e, the lease of key, and
+// returns the units that go back to Redis instead: the batch's, when e had
+// ended; all e holds (whole), when e left the table while the batch was
+// out; none otherwise.
+func (ls *leases) keep(key string, e *leaseEntry, n int64) (back int64, whole bool) {
+	if !e.add(n) {
+		return n, false
+	}
+	if cur, _ := ls.entries.Load(key); cur != e {
+		return e.end(), true
+	}
+	return 0, false
 }
 
 // unsure counts the units of a lease request for key (a first batch or a
