@@ -154,6 +154,19 @@ func (l Limit) Validate() error {
 	return nil
 }
 
+// LongestDelay is the longest Delay l gives a request it admits: for a
+// LeakyBucket, that of a request of one unit finding the queue as full as
+// it can be (Capacity-1 units ahead of it), about (Capacity-1)×Period/Rate;
+// 0 for the other algorithms, which delay nothing, and for an invalid
+// limit. A caller that will not hold a request that long can lower Burst.
+func (l Limit) LongestDelay() time.Duration {
+	if l.Validate() != nil {
+		return 0
+	}
+	sp, _ := l.spec()
+	return sp.LongestDelay()
+}
+
 // spec returns the integer form of l, which must be valid but for its
 // exactness, and whether l is exact.
 func (l Limit) spec() (algo.Spec, bool) {

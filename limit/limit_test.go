@@ -178,6 +178,42 @@ func TestCapacity(t *testing.T) {
 	}
 }
 
+// TestLongestDelay: a LeakyBucket's longest delay is the Delay Take gives
+// a unit that finds Capacity-1 units queued; the other algorithms and an
+// invalid limit delay nothing.
+func TestLongestDelay(t *testing.T) {
+	for _, l := range []limit.Limit{
+		{Algorithm: limit.LeakyBucket, Rate: 10, Period: sec, Burst: 21},
+		{Algorithm: limit.LeakyBucket, Rate: 3, Period: time.Minute},
+		{Algorithm: limit.LeakyBucket, Rate: 1000, Period: sec, Burst: 1},
+	} {
+		var s limit.State
+		for range l.Capacity() - 1 {
+			var d limit.Decision
+			var err error
+			if s, d, err = limit.Take(s, l, base, 1); err != nil || !d.Allowed {
+				t.Fatalf("%v: filling the queue: %+v, %v", l, d, err)
+			}
+		}
+		_, d, err := limit.Take(s, l, base, 1)
+		if err != nil || !d.Allowed {
+			t.Fatalf("%v: the last unit: %+v, %v", l, d, err)
+		}
+		if got := l.LongestDelay(); got != d.Delay || got <= 0 && l.Capacity() > 1 {
+			t.Errorf("%v.LongestDelay() = %v, want the last unit's Delay %v", l, got, d.Delay)
+		}
+	}
+	for _, l := range []limit.Limit{
+		{Rate: 10, Period: sec, Burst: 21},
+		{Algorithm: limit.SlidingWindowLog, Rate: 10, Period: sec},
+		{Algorithm: limit.LeakyBucket, Rate: 0, Period: sec},
+	} {
+		if got := l.LongestDelay(); got != 0 {
+			t.Errorf("%v.LongestDelay() = %v, want 0", l, got)
+		}
+	}
+}
+
 func TestAlgorithm(t *testing.T) {
 	tests := []struct {
 		a     limit.Algorithm
