@@ -4,7 +4,7 @@ go 1.26.0
 
 require github.com/hybridlimit/hybridlimit v0.0.0
 
-require github.com/hybridlimit/hybridlimit/internal/ruleset v0.0.0 // indirect
+require github.com/hybridlimit/hybridlimit/rules v0.0.0 // indirect
 
 require github.com/hybridlimit/hybridlimit/httplimit v0.0.0
 

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 
-	"github.com/hybridlimit/hybridlimit/internal/ruleset"
+	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // UnaryClient returns a client interceptor that limits outgoing unary
@@ -108,7 +108,7 @@ func (i *Interceptor) wait(ctx context.Context, rl *rule, key string) error {
 		if res.Allowed {
 			i.eng.Refund(ctx, key, rl) // it will not be sent
 		}
-		return denial(rl, key, res, ruleset.Decision{Retry: need})
+		return denial(rl, key, res, rules.Decision{Retry: need})
 	}
 	if res.Allowed {
 		if !i.eng.Hold(ctx, key, rl, res.Delay) {
@@ -130,7 +130,7 @@ func (i *Interceptor) wait(ctx context.Context, rl *rule, key string) error {
 		// deadline: what a first look would have said.
 		rl.Stats.Denied.Add(1)
 		res, _ := lim.Peek(context.WithoutCancel(ctx), key, rl.Limits...)
-		return denial(rl, key, res, ruleset.Decision{Retry: res.RetryAfter})
+		return denial(rl, key, res, rules.Decision{Retry: res.RetryAfter})
 	default:
 		i.eng.Failed(rl, err)
 		return nil

@@ -1,12 +1,12 @@
 package grpclimit
 
 import (
+	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 
-	"github.com/hybridlimit/hybridlimit/internal/clientkey"
+	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // Defaults of Config.
@@ -21,13 +21,9 @@ const (
 	// DefaultIPv4Prefix and DefaultIPv6Prefix are the prefix lengths
 	// clients are keyed by: one IPv4 address, one IPv6 /64 (what a
 	// single subscriber is usually given).
-	DefaultIPv4Prefix = clientkey.DefaultIPv4Prefix
-	DefaultIPv6Prefix = clientkey.DefaultIPv6Prefix
+	DefaultIPv4Prefix = rules.DefaultIPv4Prefix
+	DefaultIPv6Prefix = rules.DefaultIPv6Prefix
 )
-
-// maxPrefixLen bounds Config.Prefix, so that every key fits in
-// hybrid.MaxKeyLen whatever the call.
-const maxPrefixLen = 64
 
 // Config configures an Interceptor. The zero value of each field means its
 // documented default. Only Rules can change later (SetRules, Watch).
@@ -95,28 +91,12 @@ type Config struct {
 }
 
 // withDefaults copies cfg, fills its defaults and validates it.
-func (c Config) withDefaults() (Config, clientkey.Keys, error) {
-	if c.ForwardedMetadata == "" {
-		c.ForwardedMetadata = DefaultForwardedMetadata
-	}
-	c.ForwardedMetadata = strings.ToLower(c.ForwardedMetadata)
-	if c.APIKeyMetadata == "" {
-		c.APIKeyMetadata = DefaultAPIKeyMetadata
-	}
-	c.APIKeyMetadata = strings.ToLower(c.APIKeyMetadata)
-	if c.Prefix == "" {
-		c.Prefix = DefaultPrefix
-	}
-	if len(c.Prefix) > maxPrefixLen {
-		return c, clientkey.Keys{}, fmt.Errorf("%w: Prefix of %d bytes, at most %d", ErrInvalidConfig, len(c.Prefix), maxPrefixLen)
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	keys, err := clientkey.NewKeys(c.TrustedProxies, c.ForwardedMetadata, c.IPv4Prefix, c.IPv6Prefix, c.VerifyAPIKey)
-	if err != nil {
-		return c, keys, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	c.TrustedProxies = append([]string(nil), c.TrustedProxies...)
-	return c, keys, nil
+func (c Config) withDefaults() (Config, rules.Keys, error) {
+	c.ForwardedMetadata = strings.ToLower(cmp.Or(c.ForwardedMetadata, DefaultForwardedMetadata))
+	c.APIKeyMetadata = strings.ToLower(cmp.Or(c.APIKeyMetadata, DefaultAPIKeyMetadata))
+	b := rules.Base{TrustedProxies: c.TrustedProxies, Forwarded: c.ForwardedMetadata, IPv4Prefix: c.IPv4Prefix,
+		IPv6Prefix: c.IPv6Prefix, VerifyAPIKey: c.VerifyAPIKey, Prefix: c.Prefix, Logger: c.Logger}
+	keys, err := b.Check(DefaultPrefix, ErrInvalidConfig)
+	c.TrustedProxies, c.Prefix, c.Logger = b.TrustedProxies, b.Prefix, b.Logger
+	return c, keys, err
 }

@@ -18,8 +18,8 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/clientkey"
 	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
+	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // quiet is a logger for tests that do not read the log.
@@ -189,4 +189,4 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func digestOf(s string) string { return clientkey.Digest(s) }
+func digestOf(s string) string { return rules.Digest(s) }

@@ -9,8 +9,6 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/clientkey"
-	"github.com/hybridlimit/hybridlimit/internal/ruleset"
 	"github.com/hybridlimit/hybridlimit/rules"
 )
 
@@ -24,8 +22,8 @@ import (
 // Interceptor, with its own Prefix if their rule names may meet.
 type Interceptor struct {
 	cfg  Config
-	keys clientkey.Keys
-	eng  *ruleset.Engine[*methods]
+	keys rules.Keys
+	eng  *rules.Engine[*methods]
 	now  func() time.Time
 }
 
@@ -41,7 +39,7 @@ func New(lim *hybrid.Limiter, cfg Config) (*Interceptor, error) {
 		return nil, err
 	}
 	i := &Interceptor{cfg: cfg, keys: keys, now: time.Now}
-	i.eng, err = ruleset.NewEngine(dialect, lim, cfg.Rules.shared(), cfg.Prefix, cfg.Logger, func() time.Time { return i.now() })
+	i.eng, err = rules.NewEngine(dialect, lim, cfg.Rules.shared(), cfg.Prefix, cfg.Logger, func() time.Time { return i.now() })
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +48,7 @@ func New(lim *hybrid.Limiter, cfg Config) (*Interceptor, error) {
 }
 
 // Rules returns a copy of the rules in force, with their defaults filled.
-func (i *Interceptor) Rules() RuleSet { return setFromShared(i.eng.Rules().Src.Normalized()) }
+func (i *Interceptor) Rules() RuleSet { return ruleSetOf(i.eng.Rules().Src.Normalized()) }
 
 // SetRules validates rs and puts it in force atomically: calls already
 // decided keep their rule, later ones see the new set. Rules that keep
@@ -119,7 +117,7 @@ func (i *Interceptor) user(ctx context.Context) func() (string, bool) {
 // first untrusted address of the forwarding metadata walked right to left.
 func (i *Interceptor) serverKey(ctx context.Context, rl *rule) string {
 	md, _ := metadata.FromIncomingContext(ctx)
-	req := clientkey.Request{APIKey: first(md, i.cfg.APIKeyMetadata), Forwarded: md[i.cfg.ForwardedMetadata]}
+	req := rules.Request{APIKey: first(md, i.cfg.APIKeyMetadata), Forwarded: md[i.cfg.ForwardedMetadata]}
 	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		req.Peer = p.Addr.String()
 	}
@@ -131,7 +129,7 @@ func (i *Interceptor) serverKey(ctx context.Context, rl *rule) string {
 // budget, "<prefix><rule>:all", shared by every instance.
 func (i *Interceptor) clientKey(ctx context.Context, rl *rule) string {
 	md, _ := metadata.FromOutgoingContext(ctx)
-	req := clientkey.Request{APIKey: first(md, i.cfg.APIKeyMetadata), Outgoing: true}
+	req := rules.Request{APIKey: first(md, i.cfg.APIKeyMetadata), Outgoing: true}
 	return i.keys.Key(rl.KeyPrefix, rl.Key, &req, i.user(ctx))
 }
 

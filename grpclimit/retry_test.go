@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/ruleset"
+	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // retryOf returns the retry a denial advises, in milliseconds, after
@@ -28,7 +28,7 @@ func retryOf(t *testing.T, err error, trailer metadata.MD) int64 {
 		t.Errorf("RetryInfo delay = %v, want whole milliseconds above 0", d)
 	}
 	msg := status.Convert(err).Message()
-	if want := `"; retry in ` + ruleset.FormatMillis(ms) + "."; len(msg) < len(want) || msg[len(msg)-len(want):] != want {
+	if want := `"; retry in ` + rules.FormatMillis(ms) + "."; len(msg) < len(want) || msg[len(msg)-len(want):] != want {
 		t.Errorf("message = %q, want it to end with %q (RetryInfo %v)", msg, want, d)
 	}
 	if desc := qf.GetViolations()[0].GetDescription(); desc != msg {

@@ -6,16 +6,15 @@ import (
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/ruleset"
 	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // DefaultMaxDelay is the longest a LeakyBucket rule holds a call when its
 // MaxDelay is 0.
-const DefaultMaxDelay = ruleset.DefaultMaxDelay
+const DefaultMaxDelay = rules.DefaultMaxDelay
 
 // DefaultRuleName names RuleSet.Default when it has no name.
-const DefaultRuleName = ruleset.DefaultRuleName
+const DefaultRuleName = rules.DefaultRuleName
 
 // KeySource is the set of identities a rule keys clients by: the type
 // httplimit and grpclimit share (package rules). The zero value means all
@@ -98,32 +97,34 @@ func (rs RuleSet) Validate() error {
 	return err
 }
 
-func (r Rule) shared() ruleset.Rule {
-	return ruleset.Rule{Name: r.Name, Pattern: r.Method, Tier: r.Tier, Key: r.Key,
-		Limits: r.Limits, MaxDelay: r.MaxDelay, Shadow: r.Shadow, PerMessage: r.PerMessage}
+// form converts a Rule, its Method the Pattern, to a rules.Rule and back.
+var form = rules.Form[Rule]{
+	To: func(r Rule) rules.Rule {
+		return rules.Rule{Name: r.Name, Pattern: r.Method, Tier: r.Tier, Key: r.Key,
+			Limits: r.Limits, MaxDelay: r.MaxDelay, Shadow: r.Shadow, PerMessage: r.PerMessage}
+	},
+	From: func(r rules.Rule) Rule {
+		return Rule{Name: r.Name, Method: r.Pattern, Tier: r.Tier, Key: r.Key,
+			Limits: r.Limits, MaxDelay: r.MaxDelay, Shadow: r.Shadow, PerMessage: r.PerMessage}
+	},
 }
 
-func fromShared(r ruleset.Rule) Rule {
-	return Rule{Name: r.Name, Method: r.Pattern, Tier: r.Tier, Key: r.Key,
-		Limits: r.Limits, MaxDelay: r.MaxDelay, Shadow: r.Shadow, PerMessage: r.PerMessage}
-}
+// shared converts the set to its rules form, and ruleSetOf back.
+func (rs RuleSet) shared() rules.RuleSet { return form.Set(rs.Rules, rs.Default) }
 
-func (rs RuleSet) shared() ruleset.RuleSet { return ruleset.SetOf(rs.Rules, rs.Default, Rule.shared) }
-
-func setFromShared(rs ruleset.RuleSet) RuleSet {
-	var out RuleSet
-	out.Rules, out.Default = ruleset.Unset(rs, fromShared)
+func ruleSetOf(rs rules.RuleSet) (out RuleSet) {
+	out.Rules, out.Default = form.Split(rs)
 	return out
 }
 
 // rule is a compiled Rule; ruleSet a compiled RuleSet.
 type (
-	rule    = ruleset.Compiled
-	ruleSet = ruleset.Set[*methods]
+	rule    = rules.CompiledRule
+	ruleSet = rules.CompiledSet[*methods]
 )
 
 // dialect is what grpclimit's rules are: methods and services.
-var dialect = &ruleset.Dialect[*methods]{
+var dialect = &rules.Dialect[*methods]{
 	Pkg:        "grpclimit",
 	ErrInvalid: ErrInvalidRules,
 	Pattern:    "method",
@@ -174,7 +175,7 @@ func checkMethod(p string) error {
 
 // newMethods indexes the rules by method; two rules of one method in one
 // scope are refused.
-func newMethods(d *ruleset.Dialect[*methods], rules []*rule) (*methods, error) {
+func newMethods(d *rules.Dialect[*methods], rules []*rule) (*methods, error) {
 	m := &methods{exact: map[string]*rule{}, service: map[string]*rule{}}
 	for _, c := range rules {
 		table, key := m.exact, c.Pattern

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/ruleset"
+	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // The header metadata keys of a decided call, with the values of
@@ -33,7 +33,7 @@ const (
 // header returns the rate-limit metadata of a decided call, nil when
 // Config.NoHeaders. When the Limiter answered without a decision
 // (FailOpen) only the policy is sent.
-func (i *Interceptor) header(rl *rule, o ruleset.Outcome) metadata.MD {
+func (i *Interceptor) header(rl *rule, o rules.Outcome) metadata.MD {
 	if i.cfg.NoHeaders {
 		return nil
 	}
@@ -55,7 +55,7 @@ const PushbackTrailer = "grpc-retry-pushback-ms"
 
 // pushback returns the trailer metadata of a denial: PushbackTrailer with
 // d's retry in milliseconds.
-func pushback(d ruleset.Decision) metadata.MD {
+func pushback(d rules.Decision) metadata.MD {
 	return metadata.MD{PushbackTrailer: {strconv.FormatInt(d.RetryMillis(), 10)}}
 }
 
@@ -70,7 +70,7 @@ func pushback(d ruleset.Decision) metadata.MD {
 //     "all"), its quota_id the binding limit's policy name ("search",
 //     "search-1"; httplimit's violated-policies), its quota_value that
 //     limit's rate and its description the message.
-func denial(rl *rule, key string, res hybrid.Result, d ruleset.Decision) error {
+func denial(rl *rule, key string, res hybrid.Result, d rules.Decision) error {
 	detail := rl.DetailMillis(d)
 	st := status.New(codes.ResourceExhausted, detail)
 	b := rl.Binding(res)

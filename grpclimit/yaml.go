@@ -1,22 +1,22 @@
 package grpclimit
 
 import (
-	"github.com/hybridlimit/hybridlimit/internal/ruleset"
+	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // MaxRulesFileSize bounds a rules file.
-const MaxRulesFileSize = ruleset.MaxFileSize
+const MaxRulesFileSize = rules.MaxFileSize
 
 // fileRule is a rule of the YAML form of a RuleSet: the fields httplimit's
 // rules file has, with method where it has route, and per_message.
 type fileRule struct {
-	ruleset.FileRule `yaml:",inline"`
-	Method           string `yaml:"method"`
-	PerMessage       bool   `yaml:"per_message"`
+	rules.FileRule `yaml:",inline"`
+	Method         string `yaml:"method"`
+	PerMessage     bool   `yaml:"per_message"`
 }
 
-func (f *fileRule) Common() *ruleset.FileRule { return &f.FileRule }
-func (f *fileRule) Fill(r *ruleset.Rule)      { r.Pattern, r.PerMessage = f.Method, f.PerMessage }
+func (f *fileRule) Common() *rules.FileRule { return &f.FileRule }
+func (f *fileRule) Fill(r *rules.Rule)      { r.Pattern, r.PerMessage = f.Method, f.PerMessage }
 
 // ParseRules parses and validates a rules file, the format of httplimit's
 // with method: where it has route: (and per_message:):
@@ -45,16 +45,16 @@ func (f *fileRule) Fill(r *ruleset.Rule)      { r.Pattern, r.PerMessage = f.Meth
 // the rule.
 func ParseRules(data []byte) (RuleSet, error) { return fromFile(parse(data)) }
 
-func parse(data []byte) (ruleset.RuleSet, error) { return ruleset.Parse[fileRule](dialect, data) }
+func parse(data []byte) (rules.RuleSet, error) { return rules.Parse[fileRule](dialect, data) }
 
 // LoadRules reads and parses a rules file (see ParseRules) of at most
 // MaxRulesFileSize bytes.
-func LoadRules(path string) (RuleSet, error) { return fromFile(ruleset.Load[fileRule](dialect, path)) }
+func LoadRules(path string) (RuleSet, error) { return fromFile(rules.Load[fileRule](dialect, path)) }
 
 // fromFile converts the rules of a parsed file, or passes its error on.
-func fromFile(rs ruleset.RuleSet, err error) (RuleSet, error) {
+func fromFile(rs rules.RuleSet, err error) (RuleSet, error) {
 	if err != nil {
 		return RuleSet{}, err
 	}
-	return setFromShared(rs), nil
+	return ruleSetOf(rs), nil
 }

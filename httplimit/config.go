@@ -1,11 +1,12 @@
 package httplimit
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net/http"
 
-	"github.com/hybridlimit/hybridlimit/internal/clientkey"
+	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // Defaults of Config.
@@ -20,13 +21,9 @@ const (
 	// DefaultIPv4Prefix and DefaultIPv6Prefix are the prefix lengths
 	// clients are keyed by: one IPv4 address, one IPv6 /64 (what a
 	// single subscriber is usually given).
-	DefaultIPv4Prefix = clientkey.DefaultIPv4Prefix
-	DefaultIPv6Prefix = clientkey.DefaultIPv6Prefix
+	DefaultIPv4Prefix = rules.DefaultIPv4Prefix
+	DefaultIPv6Prefix = rules.DefaultIPv6Prefix
 )
-
-// maxPrefixLen bounds Config.Prefix, so that every key fits in
-// hybrid.MaxKeyLen whatever the request.
-const maxPrefixLen = 64
 
 // HeaderStyle selects the rate-limit header fields of a response.
 type HeaderStyle uint8
@@ -124,31 +121,15 @@ type Config struct {
 }
 
 // withDefaults copies cfg, fills its defaults and validates it.
-func (c Config) withDefaults() (Config, clientkey.Keys, error) {
-	if c.ForwardedHeader == "" {
-		c.ForwardedHeader = DefaultForwardedHeader
-	}
-	c.ForwardedHeader = http.CanonicalHeaderKey(c.ForwardedHeader)
-	if c.APIKeyHeader == "" {
-		c.APIKeyHeader = DefaultAPIKeyHeader
-	}
-	c.APIKeyHeader = http.CanonicalHeaderKey(c.APIKeyHeader)
+func (c Config) withDefaults() (Config, rules.Keys, error) {
+	c.ForwardedHeader = http.CanonicalHeaderKey(cmp.Or(c.ForwardedHeader, DefaultForwardedHeader))
+	c.APIKeyHeader = http.CanonicalHeaderKey(cmp.Or(c.APIKeyHeader, DefaultAPIKeyHeader))
 	if c.Headers > HeadersNone {
-		return c, clientkey.Keys{}, fmt.Errorf("%w: unknown Headers %v", ErrInvalidConfig, c.Headers)
+		return c, rules.Keys{}, fmt.Errorf("%w: unknown Headers %v", ErrInvalidConfig, c.Headers)
 	}
-	if c.Prefix == "" {
-		c.Prefix = DefaultPrefix
-	}
-	if len(c.Prefix) > maxPrefixLen {
-		return c, clientkey.Keys{}, fmt.Errorf("%w: Prefix of %d bytes, at most %d", ErrInvalidConfig, len(c.Prefix), maxPrefixLen)
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	keys, err := clientkey.NewKeys(c.TrustedProxies, c.ForwardedHeader, c.IPv4Prefix, c.IPv6Prefix, c.VerifyAPIKey)
-	if err != nil {
-		return c, keys, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-	}
-	c.TrustedProxies = append([]string(nil), c.TrustedProxies...)
-	return c, keys, nil
+	b := rules.Base{TrustedProxies: c.TrustedProxies, Forwarded: c.ForwardedHeader, IPv4Prefix: c.IPv4Prefix,
+		IPv6Prefix: c.IPv6Prefix, VerifyAPIKey: c.VerifyAPIKey, Prefix: c.Prefix, Logger: c.Logger}
+	keys, err := b.Check(DefaultPrefix, ErrInvalidConfig)
+	c.TrustedProxies, c.Prefix, c.Logger = b.TrustedProxies, b.Prefix, b.Logger
+	return c, keys, err
 }

@@ -4,11 +4,11 @@ go 1.26.0
 
 require github.com/hybridlimit/hybridlimit v0.0.0
 
-require github.com/hybridlimit/hybridlimit/internal/ruleset v0.0.0
+require github.com/hybridlimit/hybridlimit/rules v0.0.0
 
 replace github.com/hybridlimit/hybridlimit => ..
 
-replace github.com/hybridlimit/hybridlimit/internal/ruleset => ../internal/ruleset
+replace github.com/hybridlimit/hybridlimit/rules => ../rules
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0

@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/ruleset"
+	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // setHeaders sets the rate-limit fields for a decided request. Every value
@@ -17,11 +17,11 @@ import (
 // binding limit's, while RateLimit-Policy lists every limit of the rule.
 // Its t is the effective window of draft-ietf-httpapi-ratelimit-headers-11
 // (4.1.2), the seconds within which the client can use no more than r
-// (see ruleset.Compiled.RateLimit); when denied, the time until the request would pass
+// (see rules.CompiledRule.RateLimit); when denied, the time until the request would pass
 // (the Retry-After value). X-RateLimit-Reset is the time until the binding
 // limit is full again. Remaining is 0 when denied, and the dynamic fields
 // are left out when no decision was made (SourceFailOpen).
-func (m *Middleware) setHeaders(h http.Header, rl *rule, res hybrid.Result, d ruleset.Decision) {
+func (m *Middleware) setHeaders(h http.Header, rl *rule, res hybrid.Result, d rules.Decision) {
 	style := m.cfg.Headers
 	if style == HeadersNone {
 		return
@@ -48,7 +48,7 @@ func (m *Middleware) setHeaders(h http.Header, rl *rule, res hybrid.Result, d ru
 			}
 			h.Set("X-RateLimit-Reset", strconv.FormatInt(sec, 10))
 		} else {
-			h.Set("X-RateLimit-Reset", strconv.FormatInt(ruleset.CeilSeconds(reset), 10))
+			h.Set("X-RateLimit-Reset", strconv.FormatInt(rules.CeilSeconds(reset), 10))
 		}
 	}
 }
@@ -79,7 +79,7 @@ type Problem struct {
 }
 
 // deny writes the 429 response.
-func (m *Middleware) deny(w http.ResponseWriter, rl *rule, res hybrid.Result, d ruleset.Decision) {
+func (m *Middleware) deny(w http.ResponseWriter, rl *rule, res hybrid.Result, d rules.Decision) {
 	retry := strconv.FormatInt(d.RetrySeconds(), 10)
 	body, err := json.Marshal(Problem{
 		Type:             ProblemType,

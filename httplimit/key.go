@@ -3,10 +3,10 @@ package httplimit
 import (
 	"net/http"
 
-	"github.com/hybridlimit/hybridlimit/internal/clientkey"
+	"github.com/hybridlimit/hybridlimit/rules"
 )
 
-// key returns the Limiter key of r under rule rl (see clientkey.Keys.Key):
+// key returns the Limiter key of r under rule rl (see rules.Keys.Key):
 //
 //	<prefix><rule>:key:<hash>    API key, SHA-256 truncated to 128 bits
 //	<prefix><rule>:user:<id>     user id (userh:<hash> when long or unusual)
@@ -15,7 +15,7 @@ import (
 // The first source of the rule that r carries wins; the client IP is the
 // last resort of every rule.
 func (m *Middleware) key(r *http.Request, rl *rule) string {
-	req := clientkey.Request{APIKey: r.Header.Get(m.cfg.APIKeyHeader), Peer: r.RemoteAddr, Forwarded: r.Header[m.cfg.ForwardedHeader]}
+	req := rules.Request{APIKey: r.Header.Get(m.cfg.APIKeyHeader), Peer: r.RemoteAddr, Forwarded: r.Header[m.cfg.ForwardedHeader]}
 	var user func() (string, bool)
 	if m.cfg.User != nil {
 		user = func() (string, bool) { return m.cfg.User(r) }
@@ -24,4 +24,4 @@ func (m *Middleware) key(r *http.Request, rl *rule) string {
 }
 
 // digest returns 128 bits of SHA-256 of s in hex.
-func digest(s string) string { return clientkey.Digest(s) }
+func digest(s string) string { return rules.Digest(s) }

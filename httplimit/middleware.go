@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/clientkey"
-	"github.com/hybridlimit/hybridlimit/internal/ruleset"
 	"github.com/hybridlimit/hybridlimit/rules"
 )
 
@@ -17,8 +15,8 @@ import (
 // requests are served (SetRules, Watch), each request seeing one rule set.
 type Middleware struct {
 	cfg  Config
-	keys clientkey.Keys
-	eng  *ruleset.Engine[*matcher]
+	keys rules.Keys
+	eng  *rules.Engine[*matcher]
 	now  func() time.Time
 }
 
@@ -34,7 +32,7 @@ func New(lim *hybrid.Limiter, cfg Config) (*Middleware, error) {
 		return nil, err
 	}
 	m := &Middleware{cfg: cfg, keys: keys, now: time.Now}
-	m.eng, err = ruleset.NewEngine(dialect, lim, cfg.Rules.shared(), cfg.Prefix, cfg.Logger, func() time.Time { return m.now() })
+	m.eng, err = rules.NewEngine(dialect, lim, cfg.Rules.shared(), cfg.Prefix, cfg.Logger, func() time.Time { return m.now() })
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +41,7 @@ func New(lim *hybrid.Limiter, cfg Config) (*Middleware, error) {
 }
 
 // Rules returns a copy of the rules in force, with their defaults filled.
-func (m *Middleware) Rules() RuleSet { return setFromShared(m.eng.Rules().Src.Normalized()) }
+func (m *Middleware) Rules() RuleSet { return ruleSetOf(m.eng.Rules().Src.Normalized()) }
 
 // SetRules validates rs and puts it in force atomically: requests already
 // decided keep their rule, later ones see the new set. Rules that keep

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/ruleset"
+	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // t0 pins the Redis clock: 10 s into a minute, so window figures are round.
@@ -407,13 +407,13 @@ func TestDecide(t *testing.T) {
 	tests := []struct {
 		name string
 		res  hybrid.Result
-		want ruleset.Decision
+		want rules.Decision
 	}{
-		{"allowed", hybrid.Result{Allowed: true}, ruleset.Decision{Allowed: true}},
-		{"delayed", hybrid.Result{Allowed: true, Delay: 120 * time.Millisecond}, ruleset.Decision{Allowed: true}},
-		{"denied", hybrid.Result{RetryAfter: 3 * time.Second}, ruleset.Decision{Retry: 3 * time.Second}},
+		{"allowed", hybrid.Result{Allowed: true}, rules.Decision{Allowed: true}},
+		{"delayed", hybrid.Result{Allowed: true, Delay: 120 * time.Millisecond}, rules.Decision{Allowed: true}},
+		{"denied", hybrid.Result{RetryAfter: 3 * time.Second}, rules.Decision{Retry: 3 * time.Second}},
 		// 30ms over; its place in the queue is given back.
-		{"delay above max", hybrid.Result{Allowed: true, Delay: 150 * time.Millisecond}, ruleset.Decision{Retry: 30 * time.Millisecond}},
+		{"delay above max", hybrid.Result{Allowed: true, Delay: 150 * time.Millisecond}, rules.Decision{Retry: 30 * time.Millisecond}},
 	}
 	for _, tt := range tests {
 		if got := rl.Decide(tt.res); got != tt.want {

@@ -7,16 +7,15 @@ import (
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/ruleset"
 	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // DefaultMaxDelay is the longest a LeakyBucket rule holds a request when
 // its MaxDelay is 0.
-const DefaultMaxDelay = ruleset.DefaultMaxDelay
+const DefaultMaxDelay = rules.DefaultMaxDelay
 
 // DefaultRuleName names RuleSet.Default when it has no name.
-const DefaultRuleName = ruleset.DefaultRuleName
+const DefaultRuleName = rules.DefaultRuleName
 
 // KeySource is the set of identities a rule keys clients by: the type
 // httplimit and grpclimit share (package rules). The zero value means all
@@ -101,40 +100,35 @@ func (rs RuleSet) Validate() error {
 	return err
 }
 
-// shared converts the rule to its ruleset form.
-func (r Rule) shared() ruleset.Rule {
-	return ruleset.Rule{Name: r.Name, Pattern: r.Route, Tier: r.Tier, Key: r.Key,
-		Limits: r.Limits, MaxDelay: r.MaxDelay, Shadow: r.Shadow}
+// form converts a Rule, its Route the Pattern, to a rules.Rule and back.
+var form = rules.Form[Rule]{
+	To: func(r Rule) rules.Rule {
+		return rules.Rule{Name: r.Name, Pattern: r.Route, Tier: r.Tier, Key: r.Key,
+			Limits: r.Limits, MaxDelay: r.MaxDelay, Shadow: r.Shadow}
+	},
+	From: func(r rules.Rule) Rule {
+		return Rule{Name: r.Name, Route: r.Pattern, Tier: r.Tier, Key: r.Key,
+			Limits: r.Limits, MaxDelay: r.MaxDelay, Shadow: r.Shadow}
+	},
 }
 
-func fromShared(r ruleset.Rule) Rule {
-	return Rule{Name: r.Name, Route: r.Pattern, Tier: r.Tier, Key: r.Key,
-		Limits: r.Limits, MaxDelay: r.MaxDelay, Shadow: r.Shadow}
-}
+// shared converts the set to its rules form, and ruleSetOf back.
+func (rs RuleSet) shared() rules.RuleSet { return form.Set(rs.Rules, rs.Default) }
 
-// shared converts the set to its ruleset form.
-func (rs RuleSet) shared() ruleset.RuleSet { return ruleset.SetOf(rs.Rules, rs.Default, Rule.shared) }
-
-func setFromShared(rs ruleset.RuleSet) RuleSet {
-	var out RuleSet
-	out.Rules, out.Default = ruleset.Unset(rs, fromShared)
+func ruleSetOf(rs rules.RuleSet) (out RuleSet) {
+	out.Rules, out.Default = form.Split(rs)
 	return out
 }
-
-// normalized returns the set with its defaults filled (ruleset.Normalized).
-func (rs RuleSet) normalized() RuleSet { return setFromShared(rs.shared().Normalized()) }
-
-func (rs RuleSet) equal(o RuleSet) bool { return rs.shared().Equal(o.shared()) }
 
 // rule is a compiled Rule; ruleSet a compiled RuleSet, routes matched by a
 // private ServeMux.
 type (
-	rule    = ruleset.Compiled
-	ruleSet = ruleset.Set[*matcher]
+	rule    = rules.CompiledRule
+	ruleSet = rules.CompiledSet[*matcher]
 )
 
 // dialect is what httplimit's rules are: routes, matched by ServeMux.
-var dialect = &ruleset.Dialect[*matcher]{
+var dialect = &rules.Dialect[*matcher]{
 	Pkg:        "httplimit",
 	ErrInvalid: ErrInvalidRules,
 	Pattern:    "route",
@@ -143,7 +137,7 @@ var dialect = &ruleset.Dialect[*matcher]{
 	Build:      newMatcher,
 }
 
-// compile validates rs and builds its matchers (ruleset.Dialect.Compile).
+// compile validates rs and builds its matchers (rules.Dialect.Compile).
 func compile(rs RuleSet, prefix string, old *ruleSet) (*ruleSet, []string, error) {
 	return dialect.Compile(rs.shared(), prefix, old)
 }
@@ -182,7 +176,7 @@ func register(mux *http.ServeMux, pattern string) (err error) {
 }
 
 // newMatcher registers the rules' routes on a private ServeMux.
-func newMatcher(d *ruleset.Dialect[*matcher], rules []*rule) (*matcher, error) {
+func newMatcher(d *rules.Dialect[*matcher], rules []*rule) (*matcher, error) {
 	m := &matcher{mux: http.NewServeMux(), rules: map[string]*rule{}}
 	for i, c := range rules {
 		if err := register(m.mux, c.Pattern); err != nil {

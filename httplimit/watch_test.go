@@ -205,7 +205,7 @@ func TestSetRules(t *testing.T) {
 	if st.Reloads != 1 || st.ReloadErrors != 1 || st.Rules[0].Allowed != 1 || st.Rules[0].Denied != 1 {
 		t.Errorf("Stats = %+v, want 1 reload, 1 error, a's counts kept", st)
 	}
-	if got := mw.Rules(); !got.equal(v2.normalized()) {
+	if got := mw.Rules(); !got.shared().Equal(v2.shared().Normalized()) {
 		t.Errorf("Rules() = %+v, want %+v", got, v2)
 	}
 }

@@ -67,7 +67,7 @@ func TestParseRules(t *testing.T) {
 		},
 		Default: &Rule{Limits: []hybrid.Limit{hybrid.PerMinute(600)}},
 	}
-	if !got.normalized().equal(want.normalized()) {
+	if !got.shared().Normalized().Equal(want.shared().Normalized()) {
 		t.Errorf("ParseRules =\n%+v\nwant\n%+v", got, want)
 	}
 	if got.Default.Name != "" {

@@ -4,13 +4,13 @@ go 1.26.0
 
 require github.com/hybridlimit/hybridlimit v0.0.0
 
-require github.com/hybridlimit/hybridlimit/internal/ruleset v0.0.0 // indirect
+require github.com/hybridlimit/hybridlimit/rules v0.0.0
 
 require github.com/hybridlimit/hybridlimit/httplimit v0.0.0
 
 replace github.com/hybridlimit/hybridlimit => ..
 
-replace github.com/hybridlimit/hybridlimit/internal/ruleset => ../internal/ruleset
+replace github.com/hybridlimit/hybridlimit/rules => ../rules
 
 replace github.com/hybridlimit/hybridlimit/httplimit => ../httplimit
 

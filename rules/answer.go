@@ -1,4 +1,4 @@
-package ruleset
+package rules
 
 import (
 	"strconv"
@@ -21,7 +21,7 @@ type Decision struct {
 
 // Decide turns the Limiter's answer into the rule's: a LeakyBucket Delay
 // above MaxDelay is a denial.
-func (rl *Compiled) Decide(res hybrid.Result) Decision {
+func (rl *CompiledRule) Decide(res hybrid.Result) Decision {
 	switch {
 	case !res.Allowed:
 		return Decision{Retry: res.RetryAfter}
@@ -59,7 +59,7 @@ func CeilSeconds(d time.Duration) int64 {
 
 // Binding returns the index of the rule's limit that bound res: the rule's
 // limits are the call's, in order.
-func (rl *Compiled) Binding(res hybrid.Result) int {
+func (rl *CompiledRule) Binding(res hybrid.Result) int {
 	if res.Binding < 0 || res.Binding >= len(rl.Limits) {
 		return 0
 	}
@@ -68,7 +68,7 @@ func (rl *Compiled) Binding(res hybrid.Result) int {
 
 // BindingName is the policy name of the limit that bound res, as the
 // RateLimit field and a denial name it.
-func (rl *Compiled) BindingName(res hybrid.Result) string { return rl.Names[rl.Binding(res)] }
+func (rl *CompiledRule) BindingName(res hybrid.Result) string { return rl.Names[rl.Binding(res)] }
 
 // effectiveWindow is, for an admitted request, the time within which the
 // client can use no more than the remaining quota: until the window ends
@@ -88,7 +88,7 @@ func effectiveWindow(l hybrid.Limit, res hybrid.Result) time.Duration {
 // Remaining returns the binding limit's remaining units and the time until
 // it is full again, as a response reports them: Remaining is 0 when
 // denied, and the reset is at least the denial's Retry.
-func (rl *Compiled) Remaining(res hybrid.Result, d Decision) (remaining int64, reset time.Duration) {
+func (rl *CompiledRule) Remaining(res hybrid.Result, d Decision) (remaining int64, reset time.Duration) {
 	if !d.Allowed {
 		return 0, max(res.ResetAfter, d.Retry)
 	}
@@ -106,7 +106,7 @@ func (rl *Compiled) Remaining(res hybrid.Result, d Decision) (remaining int64, r
 // rule. Its t is the effective window of draft-11 (4.1.2), the seconds
 // within which the client can use no more than r (effectiveWindow); when
 // denied, the time until the request would pass (RetrySeconds).
-func (rl *Compiled) RateLimit(res hybrid.Result, d Decision) (string, bool) {
+func (rl *CompiledRule) RateLimit(res hybrid.Result, d Decision) (string, bool) {
 	if res.Source == hybrid.SourceFailOpen {
 		return "", false
 	}
@@ -128,7 +128,7 @@ func (rl *Compiled) RateLimit(res hybrid.Result, d Decision) (string, bool) {
 // Detail is the sentence an HTTP denial carries, its retry in the whole
 // seconds of Retry-After: `Too many requests under rule "search"; retry
 // in 3 seconds.`
-func (rl *Compiled) Detail(d Decision) string {
+func (rl *CompiledRule) Detail(d Decision) string {
 	secs := d.RetrySeconds()
 	unit := " seconds."
 	if secs == 1 {
@@ -140,7 +140,7 @@ func (rl *Compiled) Detail(d Decision) string {
 // DetailMillis is the sentence a gRPC denial carries, its retry in the
 // milliseconds of RetryInfo, written by FormatMillis: `Too many requests
 // under rule "search"; retry in 2ms.`, `...; retry in 1.5s.`
-func (rl *Compiled) DetailMillis(d Decision) string {
+func (rl *CompiledRule) DetailMillis(d Decision) string {
 	return "Too many requests under rule " + strconv.Quote(rl.Name) + "; retry in " + FormatMillis(d.RetryMillis()) + "."
 }
 

@@ -1,4 +1,4 @@
-package ruleset
+package rules
 
 import (
 	"testing"
@@ -11,11 +11,11 @@ import (
 func TestAnswers(t *testing.T) {
 	two := Rule{Name: "s", Limits: []hybrid.Limit{hybrid.PerMinute(3), hybrid.PerHour(100)}, MaxDelay: 100 * time.Millisecond}
 	names, pol := policy(two)
-	rl := &Compiled{Rule: two, Names: names, Policy: pol}
-	fixed := &Compiled{Rule: Rule{Name: "f", Limits: []hybrid.Limit{{Algorithm: hybrid.FixedWindow, Rate: 10, Period: time.Minute}}}, Names: []string{"f"}}
+	rl := &CompiledRule{Rule: two, Names: names, Policy: pol}
+	fixed := &CompiledRule{Rule: Rule{Name: "f", Limits: []hybrid.Limit{{Algorithm: hybrid.FixedWindow, Rate: 10, Period: time.Minute}}}, Names: []string{"f"}}
 	tests := []struct {
 		name      string
-		rl        *Compiled
+		rl        *CompiledRule
 		res       hybrid.Result
 		rateLimit string // "" for none
 		detail    string // for a denial

@@ -1,4 +1,4 @@
-package clientkey
+package rules
 
 import (
 	"fmt"
@@ -17,13 +17,13 @@ const (
 	maxEntryLen = 128
 )
 
-// ParseTrusted parses a list of trusted proxies: CIDR prefixes
+// parseTrusted parses a list of trusted proxies: CIDR prefixes
 // ("10.0.0.0/8") or single addresses ("2001:db8::1"). IPv4-mapped IPv6
 // prefixes (::ffff:10.0.0.0/104) become IPv4 prefixes, as addresses are
 // compared unmapped. A prefix of length 0 is refused: it would let every
 // client choose its key. Errors name the entry; callers wrap them in their
 // own sentinel.
-func ParseTrusted(list []string) ([]netip.Prefix, error) {
+func parseTrusted(list []string) ([]netip.Prefix, error) {
 	out := make([]netip.Prefix, 0, len(list))
 	for _, s := range list {
 		s = strings.TrimSpace(s)
@@ -57,27 +57,27 @@ func ParseTrusted(list []string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// Resolver finds the client address of a request from its peer and the
-// forwarding header its trusted proxies appended to. The zero Resolver
+// resolver finds the client address of a request from its peer and the
+// forwarding header its trusted proxies appended to. The zero resolver
 // trusts no proxy. It is immutable, so safe for concurrent use.
-type Resolver struct {
+type resolver struct {
 	trusted   []netip.Prefix
 	forwarded bool // the header is RFC 7239 Forwarded
 }
 
-// NewResolver returns a Resolver believing the forwarding header of the
-// peers in trusted (see ParseTrusted); forwarded says the header is RFC
+// newResolver returns a resolver believing the forwarding header of the
+// peers in trusted (see parseTrusted); forwarded says the header is RFC
 // 7239 Forwarded rather than a list of addresses like X-Forwarded-For.
-func NewResolver(trusted []netip.Prefix, forwarded bool) Resolver {
-	return Resolver{trusted: trusted, forwarded: forwarded}
+func newResolver(trusted []netip.Prefix, forwarded bool) resolver {
+	return resolver{trusted: trusted, forwarded: forwarded}
 }
 
-// IsForwarded reports whether a header (or gRPC metadata key) of this name
+// isForwarded reports whether a header (or gRPC metadata key) of this name
 // is parsed as RFC 7239 Forwarded: "Forwarded" in any case.
-func IsForwarded(name string) bool { return strings.EqualFold(name, "Forwarded") }
+func isForwarded(name string) bool { return strings.EqualFold(name, "Forwarded") }
 
-// IsTrusted reports whether a is a trusted proxy.
-func (p *Resolver) IsTrusted(a netip.Addr) bool {
+// isTrusted reports whether a is a trusted proxy.
+func (p *resolver) isTrusted(a netip.Addr) bool {
 	for _, t := range p.trusted {
 		if t.Contains(a) {
 			return true
@@ -86,7 +86,7 @@ func (p *Resolver) IsTrusted(a netip.Addr) bool {
 	return false
 }
 
-// ClientIP returns the client's address: the peer's when it is not a
+// clientIP returns the client's address: the peer's when it is not a
 // trusted proxy; otherwise the first untrusted address of the forwarding
 // header walked right to left (each trusted hop appends its own peer, so
 // the entries on the right were written by our proxies and those left of
@@ -100,12 +100,12 @@ func (p *Resolver) IsTrusted(a netip.Addr) bool {
 // remoteAddr is the peer as "host:port", "[v6]:port" or a bare address;
 // lines are the values of the forwarding header, in the order received
 // (one per header line or metadata value).
-func (p *Resolver) ClientIP(remoteAddr string, lines []string) (addr netip.Addr, ok bool) {
-	peer, ok := ParseHost(remoteAddr)
+func (p *resolver) clientIP(remoteAddr string, lines []string) (addr netip.Addr, ok bool) {
+	peer, ok := parseHost(remoteAddr)
 	if !ok {
 		return netip.Addr{}, false
 	}
-	if len(p.trusted) == 0 || !p.IsTrusted(peer) {
+	if len(p.trusted) == 0 || !p.isTrusted(peer) {
 		return peer, true
 	}
 	client := peer
@@ -128,7 +128,7 @@ func (p *Resolver) ClientIP(remoteAddr string, lines []string) (addr netip.Addr,
 			if !valid {
 				return client, true
 			}
-			if !p.IsTrusted(a) {
+			if !p.isTrusted(a) {
 				return a, true
 			}
 			client = a
@@ -141,10 +141,10 @@ func (p *Resolver) ClientIP(remoteAddr string, lines []string) (addr netip.Addr,
 	return client, true
 }
 
-// ParseHost parses a peer address: "host:port", "[v6]:port" or a bare
+// parseHost parses a peer address: "host:port", "[v6]:port" or a bare
 // address, unmapped and without its zone; false for anything else (a Unix
 // socket's path) and for the unspecified address.
-func ParseHost(s string) (netip.Addr, bool) {
+func parseHost(s string) (netip.Addr, bool) {
 	if len(s) > maxEntryLen {
 		return netip.Addr{}, false
 	}
@@ -169,8 +169,8 @@ func normalize(a netip.Addr) (netip.Addr, bool) {
 	return a, true
 }
 
-// TrimOWS trims optional whitespace (RFC 9110).
-func TrimOWS(s string) string { return strings.Trim(s, " \t") }
+// trimOWS trims optional whitespace (RFC 9110).
+func trimOWS(s string) string { return strings.Trim(s, " \t") }
 
 // parseNode parses one address as proxies write it: "192.0.2.1",
 // "192.0.2.1:8080", "2001:db8::1", "[2001:db8::1]", "[2001:db8::1]:8080",
@@ -178,7 +178,7 @@ func TrimOWS(s string) string { return strings.Trim(s, " \t") }
 // IPv6 zone. IPv4 must be dotted decimal: hex, octal and integer forms are
 // malformed.
 func parseNode(s string) (netip.Addr, bool) {
-	s = TrimOWS(s)
+	s = trimOWS(s)
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
 		s = s[1 : len(s)-1]
 	}
@@ -241,14 +241,14 @@ func validPort(s string, optional bool) bool {
 // valid value contains one, and honouring quotes would let a client's
 // unbalanced quote swallow the elements our proxies append after it.
 func parseForwardedElement(elem string) (netip.Addr, bool) {
-	elem = TrimOWS(elem)
+	elem = trimOWS(elem)
 	if elem == "" || len(elem) > 4*maxEntryLen {
 		return netip.Addr{}, false
 	}
 	var node string
 	found := false
 	for pair := range strings.SplitSeq(elem, ";") {
-		pair = TrimOWS(pair)
+		pair = trimOWS(pair)
 		if pair == "" {
 			continue
 		}

@@ -1,4 +1,4 @@
-package clientkey
+package rules
 
 import (
 	"net/http"
@@ -10,7 +10,7 @@ import (
 
 func mustTrusted(t testing.TB, list ...string) []netip.Prefix {
 	t.Helper()
-	p, err := ParseTrusted(list)
+	p, err := parseTrusted(list)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,24 +20,24 @@ func mustTrusted(t testing.TB, list ...string) []netip.Prefix {
 // headerResolver reads the forwarding header of an HTTP request, as
 // httplimit does.
 type headerResolver struct {
-	Resolver
+	resolver
 	header string
 }
 
-func newResolver(trusted []netip.Prefix, header string) headerResolver {
-	return headerResolver{NewResolver(trusted, IsForwarded(header)), http.CanonicalHeaderKey(header)}
+func newHeaderResolver(trusted []netip.Prefix, header string) headerResolver {
+	return headerResolver{newResolver(trusted, isForwarded(header)), http.CanonicalHeaderKey(header)}
 }
 
-func (p *headerResolver) clientIP(remoteAddr string, h http.Header) (netip.Addr, bool) {
-	return p.ClientIP(remoteAddr, h[p.header])
+func (p *headerResolver) fromHeader(remoteAddr string, h http.Header) (netip.Addr, bool) {
+	return p.resolver.clientIP(remoteAddr, h[p.header])
 }
 
 // trustedForTests are the proxies of the client-IP tests.
 var trustedForTests = []string{"10.0.0.0/8", "2001:db8:ffff::/48", "::ffff:192.168.0.0/112", "127.0.0.1"}
 
 func TestClientIP(t *testing.T) {
-	xff := newResolver(mustTrusted(t, trustedForTests...), "X-Forwarded-For")
-	fwd := newResolver(mustTrusted(t, trustedForTests...), "Forwarded")
+	xff := newHeaderResolver(mustTrusted(t, trustedForTests...), "X-Forwarded-For")
+	fwd := newHeaderResolver(mustTrusted(t, trustedForTests...), "Forwarded")
 	const proxy = "10.0.0.1:443"
 	// 33 trusted hops left of the peer, the client left of them.
 	var hops []string
@@ -138,7 +138,7 @@ func TestClientIP(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := tt.r.clientIP(tt.remote, http.Header(tt.header))
+			got, ok := tt.r.fromHeader(tt.remote, http.Header(tt.header))
 			if tt.want == "" {
 				if ok {
 					t.Fatalf("clientIP(%q, %v) = %v, want no address", tt.remote, tt.header, got)
@@ -180,7 +180,7 @@ func TestParseTrusted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := ParseTrusted([]string{tt.in})
+			got, err := parseTrusted([]string{tt.in})
 			if tt.want == "" {
 				if err == nil {
 					t.Fatalf("parseTrusted(%q) = %v, want an error", tt.in, got)

@@ -1,12 +1,10 @@
-package clientkey
+package rules
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"strings"
-
-	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // Defaults of Keys, which the middlewares' Configs document as theirs.
@@ -22,20 +20,9 @@ const (
 // ones with characters other than printable ASCII, are hashed.
 const maxRawUser = 64
 
-// Source is rules.KeySource: the identities a rule keys requests by.
-type Source = rules.KeySource
-
-// The sources, and All, what the zero Source means.
-const (
-	APIKey = rules.KeyAPIKey
-	User   = rules.KeyUser
-	IP     = rules.KeyIP
-	All    = APIKey | User | IP
-)
-
-// ParseSource parses a rules file's key field: "ip" or ["api-key", "user",
-// "ip"]; nil is the zero Source (all three).
-func ParseSource(v any) (Source, error) {
+// parseKeyField parses a rules file's key field: "ip" or ["api-key", "user",
+// "ip"]; nil is the zero KeySource (all three).
+func parseKeyField(v any) (KeySource, error) {
 	var names []string
 	switch v := v.(type) {
 	case nil:
@@ -56,9 +43,9 @@ func ParseSource(v any) (Source, error) {
 	if len(names) == 0 {
 		return 0, fmt.Errorf("key: empty list (omit it for api-key, user and ip)")
 	}
-	var k Source
+	var k KeySource
 	for _, s := range names {
-		src, ok := rules.ParseKeySource(s)
+		src, ok := ParseKeySource(s)
 		if !ok {
 			return 0, fmt.Errorf("key: unknown source %q: want api-key, user or ip", s)
 		}
@@ -67,37 +54,37 @@ func ParseSource(v any) (Source, error) {
 	return k, nil
 }
 
-// Keys builds the keys of requests. It is immutable once configured, so
-// safe for concurrent use.
+// Keys builds the keys of requests; Base.Check makes one. It is immutable,
+// so safe for concurrent use.
 type Keys struct {
-	// Resolver finds the client address.
-	Resolver Resolver
-	// IPv4Prefix and IPv6Prefix are the prefix lengths a client address
-	// is keyed by, validated by CheckPrefixes.
-	IPv4Prefix, IPv6Prefix int
-	// Verify, when set, is asked about every API key before it is used;
+	// resolver finds the client address.
+	resolver resolver
+	// v4 and v6 are the prefix lengths a client address is keyed by,
+	// validated by checkPrefixes.
+	v4, v6 int
+	// verify, when set, is asked about every API key before it is used;
 	// a rejected key is skipped for the next source.
-	Verify func(key string) bool
+	verify func(key string) bool
 }
 
-// NewKeys checks the key settings of a middleware's Config and returns
-// their Keys: the trusted proxies (see ParseTrusted), the name of the
-// forwarding header or metadata key (RFC 7239 Forwarded when IsForwarded),
+// newKeys checks the key settings of a middleware's Config (Base) and
+// returns their Keys: the trusted proxies (see parseTrusted), the name of the
+// forwarding header or metadata key (RFC 7239 Forwarded when isForwarded),
 // the prefix lengths (0 for their defaults) and the API key check. Errors
-// name the setting; callers wrap them in their own sentinel.
-func NewKeys(trusted []string, forwardedName string, ipv4Prefix, ipv6Prefix int, verify func(string) bool) (Keys, error) {
-	if err := CheckPrefixes(&ipv4Prefix, &ipv6Prefix); err != nil {
+// name the setting; Base.Check wraps them in the middleware's sentinel.
+func newKeys(trusted []string, forwardedName string, ipv4Prefix, ipv6Prefix int, verify func(string) bool) (Keys, error) {
+	if err := checkPrefixes(&ipv4Prefix, &ipv6Prefix); err != nil {
 		return Keys{}, err
 	}
-	prefixes, err := ParseTrusted(trusted)
+	prefixes, err := parseTrusted(trusted)
 	if err != nil {
 		return Keys{}, err
 	}
 	return Keys{
-		Resolver:   NewResolver(prefixes, IsForwarded(forwardedName)),
-		IPv4Prefix: ipv4Prefix,
-		IPv6Prefix: ipv6Prefix,
-		Verify:     verify,
+		resolver: newResolver(prefixes, isForwarded(forwardedName)),
+		v4:       ipv4Prefix,
+		v6:       ipv6Prefix,
+		verify:   verify,
 	}, nil
 }
 
@@ -106,8 +93,9 @@ type Request struct {
 	// APIKey is the raw API key ("" for none); surrounding whitespace is
 	// trimmed.
 	APIKey string
-	// Peer is the peer's address as ParseHost reads it, and Forwarded the
-	// forwarding header's lines (see Resolver.ClientIP).
+	// Peer is the peer's address: "host:port", "[v6]:port" or a bare
+	// address. Forwarded holds the lines of the forwarding header or
+	// metadata key, believed only when Peer is a trusted proxy.
 	Peer      string
 	Forwarded []string
 	// Outgoing marks a call this process makes: it has no client address,
@@ -128,16 +116,16 @@ type Request struct {
 // The first source of src that r carries wins; the client IP is the last
 // resort of every rule. API keys are hashed so that Redis never holds a
 // credential; every part is bounded.
-func (k *Keys) Key(prefix string, src Source, r *Request, user func() (string, bool)) string {
+func (k *Keys) Key(prefix string, src KeySource, r *Request, user func() (string, bool)) string {
 	if src == 0 {
-		src = All
+		src = keyAll
 	}
-	if src&APIKey != 0 {
-		if v := TrimOWS(r.APIKey); v != "" && (k.Verify == nil || k.Verify(v)) {
+	if src&KeyAPIKey != 0 {
+		if v := trimOWS(r.APIKey); v != "" && (k.verify == nil || k.verify(v)) {
 			return prefix + "key:" + Digest(v)
 		}
 	}
-	if src&User != 0 && user != nil {
+	if src&KeyUser != 0 && user != nil {
 		if id, ok := user(); ok && id != "" {
 			if plain(id) {
 				return prefix + "user:" + id
@@ -148,21 +136,21 @@ func (k *Keys) Key(prefix string, src Source, r *Request, user func() (string, b
 	if r.Outgoing {
 		return prefix + "all"
 	}
-	return prefix + "ip:" + k.IPKey(r.Peer, r.Forwarded)
+	return prefix + "ip:" + k.ipKey(r.Peer, r.Forwarded)
 }
 
-// IPKey returns the client address of a request from peer with the
+// ipKey returns the client address of a request from peer with the
 // forwarding header's lines, masked to the configured prefix length:
 // "203.0.113.7", "2001:db8:1:2::/64"; "unknown" when the peer holds no
 // address (a Unix socket).
-func (k *Keys) IPKey(peer string, forwarded []string) string {
-	a, ok := k.Resolver.ClientIP(peer, forwarded)
+func (k *Keys) ipKey(peer string, forwarded []string) string {
+	a, ok := k.resolver.clientIP(peer, forwarded)
 	if !ok {
 		return "unknown"
 	}
-	bits := k.IPv6Prefix
+	bits := k.v6
 	if a.Is4() {
-		bits = k.IPv4Prefix
+		bits = k.v4
 	}
 	if bits == a.BitLen() {
 		return a.String()
@@ -174,9 +162,9 @@ func (k *Keys) IPKey(peer string, forwarded []string) string {
 	return p.String()
 }
 
-// CheckPrefixes fills the zero prefix lengths with their defaults and
+// checkPrefixes fills the zero prefix lengths with their defaults and
 // checks them.
-func CheckPrefixes(v4, v6 *int) error {
+func checkPrefixes(v4, v6 *int) error {
 	if *v4 == 0 {
 		*v4 = DefaultIPv4Prefix
 	}

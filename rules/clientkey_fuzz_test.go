@@ -1,4 +1,4 @@
-package clientkey
+package rules
 
 import (
 	"net/http"
@@ -31,12 +31,12 @@ func FuzzClientIP(f *testing.F) {
 		f.Add(s[0], s[1], s[2])
 	}
 	trusted := mustTrusted(f, trustedForTests...)
-	resolvers := []headerResolver{newResolver(trusted, "X-Forwarded-For"), newResolver(trusted, "Forwarded")}
+	resolvers := []headerResolver{newHeaderResolver(trusted, "X-Forwarded-For"), newHeaderResolver(trusted, "Forwarded")}
 	f.Fuzz(func(t *testing.T, remote, xff, fwd string) {
 		header := http.Header{"X-Forwarded-For": {xff}, "Forwarded": {fwd}}
-		peer, peerOK := ParseHost(remote)
+		peer, peerOK := parseHost(remote)
 		for _, p := range resolvers {
-			a, ok := p.clientIP(remote, header)
+			a, ok := p.fromHeader(remote, header)
 			if ok != peerOK {
 				t.Fatalf("clientIP(%q) ok = %v, but the peer parses: %v", remote, ok, peerOK)
 			}
@@ -46,11 +46,11 @@ func FuzzClientIP(f *testing.F) {
 			if !a.IsValid() || a.Zone() != "" || a.Is4In6() || a.IsUnspecified() {
 				t.Fatalf("clientIP(%q, %q, %q) = %v: not canonical", remote, xff, fwd, a)
 			}
-			if !p.IsTrusted(peer) && a != peer {
+			if !p.isTrusted(peer) && a != peer {
 				t.Fatalf("clientIP(%q, %q, %q) = %v from an untrusted peer %v", remote, xff, fwd, a, peer)
 			}
-			keys := Keys{Resolver: p.Resolver, IPv4Prefix: 32, IPv6Prefix: 64}
-			if k := keys.IPKey(remote, header[p.header]); k == "" || len(k) > 64 {
+			keys := Keys{resolver: p.resolver, v4: 32, v6: 64}
+			if k := keys.ipKey(remote, header[p.header]); k == "" || len(k) > 64 {
 				t.Fatalf("ipKey = %q", k)
 			}
 		}

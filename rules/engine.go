@@ -1,4 +1,4 @@
-package ruleset
+package rules
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/rules"
 )
 
 // Engine is what a middleware decides with: the Limiter, the rules in
@@ -23,7 +22,7 @@ type Engine[M any] struct {
 	// now is the clock of the log sampler (a middleware's tests pin it).
 	now func() time.Time
 
-	rules atomic.Pointer[Set[M]]
+	rules atomic.Pointer[CompiledSet[M]]
 	mu    sync.Mutex // serializes rule swaps, so counters carry over exactly
 
 	reloads, reloadErrors atomic.Int64
@@ -44,7 +43,7 @@ func NewEngine[M any](d *Dialect[M], lim *hybrid.Limiter, rs RuleSet, prefix str
 }
 
 // Rules returns the compiled rules in force.
-func (e *Engine[M]) Rules() *Set[M] { return e.rules.Load() }
+func (e *Engine[M]) Rules() *CompiledSet[M] { return e.rules.Load() }
 
 // Limiter returns the Limiter the Engine decides with.
 func (e *Engine[M]) Limiter() *hybrid.Limiter { return e.lim }
@@ -103,7 +102,7 @@ type Outcome struct {
 //     admitted request given back;
 //   - a Delay: counted as delayed and held; a request whose ctx ends
 //     meanwhile is Gone, its unit given back.
-func (e *Engine[M]) Admit(ctx context.Context, key string, rl *Compiled, attrs func() []any) Outcome {
+func (e *Engine[M]) Admit(ctx context.Context, key string, rl *CompiledRule, attrs func() []any) Outcome {
 	res, err := e.lim.AllowN(ctx, key, 1, rl.Limits...)
 	if err != nil {
 		e.Failed(rl, err)
@@ -146,7 +145,7 @@ func (e *Engine[M]) Admit(ctx context.Context, key string, rl *Compiled, attrs f
 
 // Failed counts a Limiter error under rl and logs it (sampled); the
 // request passes.
-func (e *Engine[M]) Failed(rl *Compiled, err error) {
+func (e *Engine[M]) Failed(rl *CompiledRule, err error) {
 	rl.Stats.Errors.Add(1)
 	if ok, n := rl.Stats.Sample(e.now()); ok {
 		e.log.Error(e.d.Pkg+": limiter failed; request passes", "rule", rl.Name, "err", err, "suppressed", n)
@@ -155,7 +154,7 @@ func (e *Engine[M]) Failed(rl *Compiled, err error) {
 
 // Hold waits for d, and reports false when ctx ended first; the unit the
 // request took under rl is then given back.
-func (e *Engine[M]) Hold(ctx context.Context, key string, rl *Compiled, d time.Duration) bool {
+func (e *Engine[M]) Hold(ctx context.Context, key string, rl *CompiledRule, d time.Duration) bool {
 	t := time.NewTimer(d)
 	select {
 	case <-t.C:
@@ -169,17 +168,11 @@ func (e *Engine[M]) Hold(ctx context.Context, key string, rl *Compiled, d time.D
 
 // Refund gives back the unit a request took and will not use, even when
 // its client has left (the call is bounded by the Limiter's Timeout).
-func (e *Engine[M]) Refund(ctx context.Context, key string, rl *Compiled) {
+func (e *Engine[M]) Refund(ctx context.Context, key string, rl *CompiledRule) {
 	if err := e.lim.Refund(context.WithoutCancel(ctx), key, 1, rl.Limits...); err != nil {
 		e.log.Error(e.d.Pkg+": refund failed", "rule", rl.Name, "err", err)
 	}
 }
-
-// Stats and RuleStats are the middlewares' shared snapshot types.
-type (
-	Stats     = rules.Stats
-	RuleStats = rules.RuleStats
-)
 
 // Stats returns a snapshot of the counters: one entry per rule in force,
 // in order, Default last.

@@ -1,10 +1,10 @@
-module github.com/hybridlimit/hybridlimit/internal/ruleset
+module github.com/hybridlimit/hybridlimit/rules
 
 go 1.26.0
 
 require github.com/hybridlimit/hybridlimit v0.0.0
 
-replace github.com/hybridlimit/hybridlimit => ../..
+replace github.com/hybridlimit/hybridlimit => ..
 
 require (
 	github.com/fsnotify/fsnotify v1.10.1

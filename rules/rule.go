@@ -1,4 +1,4 @@
-package ruleset
+package rules
 
 import (
 	"fmt"
@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/clientkey"
-	"github.com/hybridlimit/hybridlimit/internal/limitspec"
 )
 
 // DefaultMaxDelay is the longest a LeakyBucket rule holds a request when
@@ -24,8 +22,8 @@ const DefaultRuleName = "default"
 const MaxNameLen = 64
 
 // Rule is a rule of either middleware: the middlewares' Rule types convert
-// to it field by field, Pattern being httplimit's Route or grpclimit's
-// Method.
+// to it field by field (Form), Pattern being httplimit's Route or
+// grpclimit's Method.
 type Rule struct {
 	// Name identifies the rule in keys, headers, logs and metrics.
 	Name string
@@ -35,7 +33,7 @@ type Rule struct {
 	// Tier restricts the rule to one tier; empty applies to every tier.
 	Tier string
 	// Key is the identities tried, in the fixed order api-key, user, ip.
-	Key clientkey.Source
+	Key KeySource
 	// Limits are decided together, all or nothing.
 	Limits []hybrid.Limit
 	// MaxDelay is the longest a LeakyBucket request is held.
@@ -59,7 +57,7 @@ type RuleSet struct {
 // "<rule>#<index>".
 func (r Rule) Normalized() Rule {
 	if r.Key == 0 {
-		r.Key = clientkey.All
+		r.Key = keyAll
 	}
 	if r.MaxDelay == 0 {
 		r.MaxDelay = DefaultMaxDelay
@@ -105,8 +103,8 @@ func (rs RuleSet) Equal(o RuleSet) bool {
 	return slices.EqualFunc(rs.Rules, o.Rules, Rule.Equal)
 }
 
-// Compiled is a rule in force. It is immutable but for its Counters.
-type Compiled struct {
+// CompiledRule is a rule in force. It is immutable but for its Counters.
+type CompiledRule struct {
 	// Rule is the rule, normalized (Rule.Normalized).
 	Rule
 	// KeyPrefix starts the rule's keys: the middleware's prefix, the
@@ -165,7 +163,7 @@ type Dialect[M any] struct {
 	// Build makes the matcher of one scope's rules (never called for
 	// none: a scope without rules has the zero M). Its errors wrap
 	// ErrInvalid.
-	Build func(d *Dialect[M], rules []*Compiled) (M, error)
+	Build func(d *Dialect[M], rules []*CompiledRule) (M, error)
 }
 
 // Invalid returns an error wrapping the dialect's ErrInvalid.
@@ -175,18 +173,18 @@ func (d *Dialect[M]) Invalid(format string, args ...any) error {
 
 // tierRules are the rules a request of one tier is matched against.
 type tierRules[M any] struct {
-	routes M         // the tier's patterned rules and the generic ones
-	any    *Compiled // the tier's rule without a pattern, or nil
+	routes M             // the tier's patterned rules and the generic ones
+	any    *CompiledRule // the tier's rule without a pattern, or nil
 }
 
-// Set is a compiled RuleSet, immutable once built.
-type Set[M any] struct {
+// CompiledSet is a RuleSet in force, compiled: immutable once built.
+type CompiledSet[M any] struct {
 	// Src is the set as given, normalized.
 	Src RuleSet
 	// Default decides the requests no rule matches; nil for none.
-	Default *Compiled
+	Default *CompiledRule
 	// All are Src.Rules in order, then Default.
-	All []*Compiled
+	All []*CompiledRule
 
 	generic M
 	tiers   map[string]*tierRules[M]
@@ -202,7 +200,7 @@ type Set[M any] struct {
 //  2. else the tier's rule without a pattern;
 //  3. else Default;
 //  4. else none.
-func (s *Set[M]) Match(tier string, match func(M) *Compiled) *Compiled {
+func (s *CompiledSet[M]) Match(tier string, match func(M) *CompiledRule) *CompiledRule {
 	if t := s.tiers[tier]; tier != "" && t != nil {
 		if rl := match(t.routes); rl != nil {
 			return rl
@@ -220,9 +218,9 @@ func (s *Set[M]) Match(tier string, match func(M) *Compiled) *Compiled {
 
 // Compile validates rs and builds its matchers. Rules of old with the same
 // name keep their counters. warnings are valid but doubtful settings.
-func (d *Dialect[M]) Compile(rs RuleSet, prefix string, old *Set[M]) (_ *Set[M], warnings []string, _ error) {
+func (d *Dialect[M]) Compile(rs RuleSet, prefix string, old *CompiledSet[M]) (_ *CompiledSet[M], warnings []string, _ error) {
 	rs = rs.Normalized()
-	s := &Set[M]{Src: rs, tiers: map[string]*tierRules[M]{}}
+	s := &CompiledSet[M]{Src: rs, tiers: map[string]*tierRules[M]{}}
 	prev := map[string]*Counters{}
 	if old != nil {
 		for _, r := range old.All {
@@ -230,7 +228,7 @@ func (d *Dialect[M]) Compile(rs RuleSet, prefix string, old *Set[M]) (_ *Set[M],
 		}
 	}
 	seen := map[string]bool{}
-	build := func(r Rule, what string) (*Compiled, error) {
+	build := func(r Rule, what string) (*CompiledRule, error) {
 		if err := checkName(r.Name); err != nil {
 			return nil, d.Invalid("%s: %w", what, err)
 		}
@@ -243,7 +241,7 @@ func (d *Dialect[M]) Compile(rs RuleSet, prefix string, old *Set[M]) (_ *Set[M],
 			return nil, d.Invalid("rule %q: %w", r.Name, err)
 		}
 		warnings = append(warnings, w...)
-		c := &Compiled{Rule: r, KeyPrefix: prefix + r.Name + ":", Stats: prev[r.Name]}
+		c := &CompiledRule{Rule: r, KeyPrefix: prefix + r.Name + ":", Stats: prev[r.Name]}
 		if c.Stats == nil {
 			c.Stats = new(Counters)
 		}
@@ -252,7 +250,7 @@ func (d *Dialect[M]) Compile(rs RuleSet, prefix string, old *Set[M]) (_ *Set[M],
 		return c, nil
 	}
 
-	var generic, tiered []*Compiled
+	var generic, tiered []*CompiledRule
 	for i, r := range rs.Rules {
 		c, err := build(r, fmt.Sprintf("rule %d", i+1))
 		if err != nil {
@@ -290,7 +288,7 @@ func (d *Dialect[M]) Compile(rs RuleSet, prefix string, old *Set[M]) (_ *Set[M],
 		return nil, nil, err
 	}
 	for name, t := range s.tiers {
-		var own []*Compiled
+		var own []*CompiledRule
 		for _, c := range tiered {
 			if c.Tier == name {
 				own = append(own, c)
@@ -304,7 +302,7 @@ func (d *Dialect[M]) Compile(rs RuleSet, prefix string, old *Set[M]) (_ *Set[M],
 		// any other overlap must be resolvable by the matcher.
 		rules := slices.Clone(own)
 		for _, g := range generic {
-			if !slices.ContainsFunc(own, func(c *Compiled) bool { return d.Shape(c.Pattern) == d.Shape(g.Pattern) }) {
+			if !slices.ContainsFunc(own, func(c *CompiledRule) bool { return d.Shape(c.Pattern) == d.Shape(g.Pattern) }) {
 				rules = append(rules, g)
 			}
 		}
@@ -316,7 +314,7 @@ func (d *Dialect[M]) Compile(rs RuleSet, prefix string, old *Set[M]) (_ *Set[M],
 }
 
 // build returns the matcher of rules, the zero M for none.
-func (d *Dialect[M]) build(rules []*Compiled) (M, error) {
+func (d *Dialect[M]) build(rules []*CompiledRule) (M, error) {
 	if len(rules) == 0 {
 		var none M
 		return none, nil
@@ -324,7 +322,7 @@ func (d *Dialect[M]) build(rules []*Compiled) (M, error) {
 	return d.Build(d, rules)
 }
 
-func (s *Set[M]) tier(name string) *tierRules[M] {
+func (s *CompiledSet[M]) tier(name string) *tierRules[M] {
 	t := s.tiers[name]
 	if t == nil {
 		t = &tierRules[M]{}
@@ -350,7 +348,7 @@ func checkName(name string) error {
 // checkRule validates a normalized rule's key, limits, delay and pattern,
 // and warns about a LeakyBucket whose queue outlasts MaxDelay.
 func (d *Dialect[M]) checkRule(r Rule) (warnings []string, _ error) {
-	if r.Key&^clientkey.All != 0 {
+	if r.Key&^keyAll != 0 {
 		return nil, fmt.Errorf("unknown key source %v", r.Key)
 	}
 	if r.MaxDelay < 0 {
@@ -370,10 +368,10 @@ func (d *Dialect[M]) checkRule(r Rule) (warnings []string, _ error) {
 	}
 	for _, l := range r.Limits {
 		if l.Algorithm == hybrid.LeakyBucket && !r.Shadow {
-			if dl := LongestDelay(l); dl > r.MaxDelay {
+			if dl := l.LongestDelay(); dl > r.MaxDelay {
 				warnings = append(warnings, fmt.Sprintf(
 					"rule %q: %v can hold a request %v, above its max delay %v: requests that would wait longer are denied but take their place in the queue; lower the burst to %d",
-					r.Name, l, dl, r.MaxDelay, BurstFor(l, r.MaxDelay)))
+					r.Name, l, dl, r.MaxDelay, burstFor(l, r.MaxDelay)))
 			}
 		}
 	}
@@ -385,19 +383,8 @@ func (d *Dialect[M]) checkRule(r Rule) (warnings []string, _ error) {
 	return warnings, nil
 }
 
-// LongestDelay is the Delay of a request of one unit that finds l's queue
-// as full as it can be (Burst-1 units): the LeakyBucket's own decide on
-// that queue, algo.Spec.LongestDelay. It is 0 for an invalid limit.
-func LongestDelay(l hybrid.Limit) time.Duration {
-	sp, err := limitspec.Of(l)
-	if err != nil {
-		return 0
-	}
-	return sp.LongestDelay()
-}
-
-// BurstFor is the largest burst whose longest delay fits in d.
-func BurstFor(l hybrid.Limit, d time.Duration) int64 {
+// burstFor is the largest burst whose longest delay fits in d.
+func burstFor(l hybrid.Limit, d time.Duration) int64 {
 	// (b-1)*Period/Rate <= d
 	return int64(float64(d)/float64(l.Period)*float64(l.Rate)) + 1
 }
@@ -426,27 +413,36 @@ func policy(r Rule) (names []string, field string) {
 	return names, b.String()
 }
 
-// SetOf builds a RuleSet from a middleware's rules, conv converting one.
-func SetOf[R any](rules []R, def *R, conv func(R) Rule) RuleSet {
+// Form converts a middleware's Rule, R, to a Rule and back: a Rule is
+// the middleware's with its pattern field (httplimit's Route, grpclimit's
+// Method) named Pattern.
+type Form[R any] struct {
+	// To converts a middleware's rule, From converts one back.
+	To   func(R) Rule
+	From func(Rule) R
+}
+
+// Set returns a middleware's rules and default rule as a RuleSet.
+func (f Form[R]) Set(rules []R, def *R) RuleSet {
 	out := RuleSet{Rules: make([]Rule, len(rules))}
 	for i, r := range rules {
-		out.Rules[i] = conv(r)
+		out.Rules[i] = f.To(r)
 	}
 	if def != nil {
-		d := conv(*def)
+		d := f.To(*def)
 		out.Default = &d
 	}
 	return out
 }
 
-// Unset converts rs back to a middleware's rules, conv converting one.
-func Unset[R any](rs RuleSet, conv func(Rule) R) (rules []R, def *R) {
+// Split returns rs as a middleware's rules and default rule.
+func (f Form[R]) Split(rs RuleSet) (rules []R, def *R) {
 	rules = make([]R, len(rs.Rules))
 	for i, r := range rs.Rules {
-		rules[i] = conv(r)
+		rules[i] = f.From(r)
 	}
 	if rs.Default != nil {
-		d := conv(*rs.Default)
+		d := f.From(*rs.Default)
 		def = &d
 	}
 	return rules, def

@@ -1,4 +1,4 @@
-package ruleset
+package rules
 
 import (
 	"strings"
@@ -27,12 +27,18 @@ func TestPolicy(t *testing.T) {
 	}
 }
 
-func TestLongestDelay(t *testing.T) {
+// TestBurstFor: the burst it suggests has a longest delay within d, and
+// one more unit's has not.
+func TestBurstFor(t *testing.T) {
 	leaky := hybrid.Limit{Algorithm: hybrid.LeakyBucket, Rate: 10, Period: time.Second, Burst: 21}
-	if d := LongestDelay(leaky); d != 2*time.Second {
-		t.Errorf("LongestDelay(%v) = %v, want 2s", leaky, d)
+	if b := burstFor(leaky, 1500*time.Millisecond); b != 16 {
+		t.Errorf("burstFor(%v, 1.5s) = %d, want 16", leaky, b)
 	}
-	if b := BurstFor(leaky, 1500*time.Millisecond); b != 16 {
-		t.Errorf("BurstFor(%v, 1.5s) = %d, want 16", leaky, b)
+	for _, burst := range []int64{16, 17} {
+		l := leaky
+		l.Burst = burst
+		if fits := l.LongestDelay() <= 1500*time.Millisecond; fits != (burst == 16) {
+			t.Errorf("burst %d: LongestDelay %v, fits in 1.5s: %v", burst, l.LongestDelay(), fits)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package ruleset
+package rules
 
 import (
 	"bytes"
@@ -50,7 +50,7 @@ func (e *Engine[M]) Watch(ctx context.Context, path string, parse func([]byte) (
 	missing, failed := false, false // the last read found no file; a problem was logged
 	readErr := ""                   // the last read's error
 	reload := func() {
-		data, err := ReadFile(e.d, abs)
+		data, err := readFile(e.d, abs)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			readErr = ""

@@ -1,4 +1,4 @@
-package ruleset
+package rules
 
 import (
 	"errors"
@@ -11,7 +11,6 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
-	"github.com/hybridlimit/hybridlimit/internal/clientkey"
 )
 
 // MaxFileSize bounds a rules file.
@@ -28,7 +27,7 @@ type File[R any] struct {
 // share. A middleware's entry type inlines it:
 //
 //	type fileRule struct {
-//		ruleset.FileRule `yaml:",inline"`
+//		rules.FileRule `yaml:",inline"`
 //		Route            string `yaml:"route"`
 //	}
 type FileRule struct {
@@ -94,13 +93,13 @@ func Parse[R any, PR interface {
 	return rs, nil
 }
 
-// Load reads a rules file of at most MaxFileSize bytes (ReadFile) and
+// Load reads a rules file of at most MaxFileSize bytes (readFile) and
 // parses it (Parse).
 func Load[R any, PR interface {
 	*R
 	Entry
 }, M any](d *Dialect[M], path string) (RuleSet, error) {
-	data, err := ReadFile(d, path)
+	data, err := readFile(d, path)
 	if err != nil {
 		return RuleSet{}, err
 	}
@@ -121,8 +120,8 @@ func decode[M any](d *Dialect[M], data []byte, f any) (err error) {
 	return nil
 }
 
-// ReadFile reads a rules file of at most MaxFileSize bytes.
-func ReadFile[M any](d *Dialect[M], path string) ([]byte, error) {
+// readFile reads a rules file of at most MaxFileSize bytes.
+func readFile[M any](d *Dialect[M], path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -143,7 +142,7 @@ func rule(e Entry) (Rule, error) {
 	r := Rule{Name: fr.Name, Tier: fr.Tier, Shadow: fr.Shadow}
 	e.Fill(&r)
 	var err error
-	if r.Key, err = clientkey.ParseSource(fr.Key); err != nil {
+	if r.Key, err = parseKeyField(fr.Key); err != nil {
 		return Rule{}, err
 	}
 	if fr.MaxDelay != "" {

@@ -3,8 +3,9 @@
 // public pure decision), package local (the in-process store), package
 // remote (the algorithms' codes in its keys, a Spec's integers as its
 // scripts' arguments, and the differential tests of its Lua scripts),
-// package internal/ruleset, through internal/limitspec (a LeakyBucket's
-// longest Delay, for httplimit and grpclimit) and the conformance suite.
+// and the conformance suite; package limit's exported methods carry what
+// other modules need of it (a LeakyBucket's longest Delay, for the rules of
+// httplimit and grpclimit: limit.Limit.LongestDelay).
 //
 // A limit is reduced to its [Spec]: a time quantum Q in microseconds, the
 // period P in quanta, the rate R and the capacity C, chosen so that every

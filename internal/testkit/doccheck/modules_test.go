@@ -2,6 +2,8 @@ package doccheck
 
 import (
 	"bytes"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,7 +13,7 @@ import (
 )
 
 // libraryRequires are the modules the library's go.mod may require: what
-// limit, local, remote, shard, breaker, hybrid and rules need, what their
+// limit, local, remote, shard, breaker and hybrid need, what their
 // tests need, and what those require in turn. A service that imports
 // hybrid reads every one of them (a pruned module graph still holds our
 // go.mod's requirements, tests' included), so anything else belongs in a
@@ -128,5 +130,83 @@ func TestEveryModuleLicensed(t *testing.T) {
 		case !bytes.Equal(got, want):
 			t.Errorf("module %s's LICENSE differs from the root's", u)
 		}
+	}
+}
+
+// TestModulesImportExportedAPI: a module a service may require (the root,
+// rules, httplimit, grpclimit, promlimit) imports only the exported
+// packages of its siblings. Go builds a service's httplimit against the
+// newest root module any of the service's requirements names, so an
+// internal package imported across modules would have to stay compatible
+// from one release to the next with nothing to check it; exported API is
+// what semantic versioning governs (DESIGN-NOTES, "Releases"). Their tests
+// may import the root's test harnesses (internal/testkit/...): a test is
+// built only where its module is the main module, at one commit. bench and
+// examples are main modules only (go install, go run), and a module under
+// internal/ can be imported by nothing outside the repository.
+func TestModulesImportExportedAPI(t *testing.T) {
+	root := moduleRoot(t)
+	type module struct{ dir, path string }
+	var mods []module
+	for _, u := range directives(t, filepath.Join(root, "go.work"), "use") {
+		dir := filepath.Join(root, u)
+		mods = append(mods, module{dir, directives(t, filepath.Join(dir, "go.mod"), "module")[0]})
+	}
+	rootPath := directives(t, filepath.Join(root, "go.mod"), "module")[0]
+	owner := func(importPath string) string { // the module of importPath: the longest prefix
+		best := ""
+		for _, m := range mods {
+			if (importPath == m.path || strings.HasPrefix(importPath, m.path+"/")) && len(m.path) > len(best) {
+				best = m.path
+			}
+		}
+		return best
+	}
+	checked := 0
+	for _, m := range mods {
+		if m.path == rootPath+"/bench" || m.path == rootPath+"/examples" || strings.Contains(m.path+"/", "/internal/") {
+			continue
+		}
+		err := filepath.WalkDir(m.dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if path != m.dir && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
+					return filepath.SkipDir
+				}
+				if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != m.dir {
+					return filepath.SkipDir // a module of its own
+				}
+				return nil
+			}
+			if !strings.HasSuffix(path, ".go") {
+				return nil
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				return err
+			}
+			checked++
+			test := strings.HasSuffix(path, "_test.go")
+			for _, imp := range f.Imports {
+				p := strings.Trim(imp.Path.Value, `"`)
+				o := owner(p)
+				switch {
+				case o == "" || o == m.path || !strings.Contains(p+"/", "/internal/"):
+				case test && strings.HasPrefix(p, rootPath+"/internal/testkit/"):
+				default:
+					rel, _ := filepath.Rel(root, path)
+					t.Errorf("%s (module %s) imports %s, an internal package of module %s: import its exported API, or move the package", rel, m.path, p, o)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no Go file checked")
 	}
 }

@@ -33,6 +33,17 @@ var installs = []struct{ path, program string }{
 // chose with what they require, and the library's test dependencies.
 const maxGraph = 22
 
+// middlewareOnly start the paths of modules that only the middlewares,
+// the rules they share and promlimit need: a module that imports only
+// hybrid lists none of them.
+var middlewareOnly = []string{
+	"github.com/hybridlimit/hybridlimit/",
+	"google.golang.org/grpc",
+	"github.com/prometheus/",
+	"github.com/fsnotify/",
+	"github.com/goccy/go-yaml",
+}
+
 // linked are the modules a program that imports only hybrid may link: it,
 // the library, and the six the library needs.
 var linked = []string{
@@ -108,9 +119,17 @@ func TestInstallAsUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, alone, env, "go", "get", installs[0].path+"@"+version)
+	run(t, alone, env, "go", "mod", "tidy") // as a user commits it
 	graph := strings.Fields(run(t, alone, env, "go", "list", "-m", "-f", "{{.Path}}", "all"))
 	if len(graph) > maxGraph {
 		t.Errorf("a module that imports only hybrid lists %d modules, want at most %d: %v", len(graph), maxGraph, graph)
+	}
+	for _, m := range graph {
+		for _, heavy := range middlewareOnly {
+			if strings.HasPrefix(m, heavy) {
+				t.Errorf("a module that imports only hybrid lists %s, which only the middlewares and promlimit need", m)
+			}
+		}
 	}
 	for _, m := range strings.Fields(run(t, alone, env, "go", "list", "-deps", "-f", "{{with .Module}}{{.Path}}{{end}}", ".")) {
 		if !slices.Contains(linked, m) {
