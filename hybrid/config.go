@@ -205,6 +205,12 @@ type Config struct {
 	Addrs []string
 	// Prefix starts every Redis key. Default remote.DefaultPrefix ("rl:").
 	Prefix string
+	// Layout is how the states are kept in Redis: a key each (the zero
+	// Layout, the least Redis CPU), or fields of shared hashes
+	// (Layout{Compact: true, Keys: 10_000_000}: about a quarter of the
+	// memory, at a stated CPU cost; docs/capacity.md has both, measured).
+	// Default: a key each.
+	Layout Layout
 	// Timeout bounds every remote call, whatever the caller's context
 	// allows. Default 50ms: a hung node never holds a request longer.
 	Timeout time.Duration
@@ -244,6 +250,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
+	}
+	if err := c.Layout.Validate(); err != nil {
+		return c, fmt.Errorf("hybrid: %w", err)
 	}
 	if c.OnFailure > FailClosed {
 		return c, fmt.Errorf("hybrid: unknown OnFailure %v", c.OnFailure)

@@ -190,7 +190,7 @@ func (l *Limiter) checkEviction(ctx context.Context, nd *node) {
 
 // newNode makes the node of n with the Limiter's settings.
 func (l *Limiter) newNode(n Node, owned bool) (*node, error) {
-	return newNode(n, owned, l.cfg.Prefix, nodeConfig{timeout: l.cfg.Timeout, batch: l.cfg.Batch, breaker: l.cfg.Breaker, logger: l.cfg.Logger, workers: &l.workers})
+	return newNode(n, owned, l.cfg.Prefix, nodeConfig{layout: l.cfg.Layout, timeout: l.cfg.Timeout, batch: l.cfg.Batch, breaker: l.cfg.Breaker, logger: l.cfg.Logger, workers: &l.workers})
 }
 
 // closeNodes releases what the Limiter holds of nodes: each Store's own

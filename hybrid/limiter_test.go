@@ -11,6 +11,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/hybridlimit/hybridlimit/remote"
 )
 
 // newMini returns a Limiter over n miniredis nodes.
@@ -121,6 +123,9 @@ func TestConfigErrors(t *testing.T) {
 		{"nil client", Config{Nodes: []Node{{Name: "a"}}}},
 		{"empty name", Config{Nodes: []Node{{Client: redis.NewClient(&redis.Options{Addr: m.Addr()})}}}},
 		{"negative open timeout", Config{Addrs: []string{m.Addr()}, Breaker: BreakerConfig{OpenTimeout: -time.Second}}},
+		{"layout keys without compact", Config{Addrs: []string{m.Addr()}, Layout: Layout{Keys: 1000}}},
+		{"negative layout keys", Config{Addrs: []string{m.Addr()}, Layout: Layout{Compact: true, Keys: -1}}},
+		{"layout keys above the maximum", Config{Addrs: []string{m.Addr()}, Layout: Layout{Compact: true, Keys: remote.MaxLayoutKeys + 1}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

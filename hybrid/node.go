@@ -59,6 +59,7 @@ type node struct {
 // nodeConfig is what a node needs of the Limiter's Config, copied when
 // the node is made.
 type nodeConfig struct {
+	layout  remote.Layout
 	timeout time.Duration
 	batch   BatchConfig
 	breaker BreakerConfig
@@ -88,7 +89,7 @@ type answer struct {
 // newNode makes the node of n, with its Store, breaker and queue, and
 // starts its watcher.
 func newNode(n Node, owned bool, prefix string, cfg nodeConfig) (*node, error) {
-	st, err := remote.New(n.Client, remote.Config{Prefix: prefix})
+	st, err := remote.New(n.Client, remote.Config{Prefix: prefix, Layout: cfg.layout})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %w", ErrInvalidNode, n.Name, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hybridlimit/hybridlimit/internal/testkit/redistest"
+	"github.com/hybridlimit/hybridlimit/remote"
 )
 
 // The property test of the whole limiter: random schedules of concurrent
@@ -185,6 +186,7 @@ type propEpoch struct {
 type propBackend struct {
 	addrs  []string
 	frozen bool
+	layout Layout
 }
 
 // TestLimiterProperties runs seeded schedules on real redis-server (for
@@ -233,24 +235,37 @@ func TestLimiterProperties(t *testing.T) {
 			return b
 		},
 	}
-	for name, start := range backends {
-		t.Run(name, func(t *testing.T) {
-			b := start(t)
-			start := time.Now()
-			sources := map[Source]int64{}
-			for _, seed := range seeds {
-				s := newSchedule(seed)
-				if problem := runScheduleCounting(t, b, s, sources); problem != "" {
-					shrunk := shrinkSchedule(t, b, s)
-					t.Fatalf("%s\nrun it again: go test -run 'TestLimiterProperties/%s' ./hybrid/ -args -prop.seed=%d\nshrunk to:\n%s", problem, name, seed, shrunk)
-				}
-			}
-			t.Logf("%d schedules in %v; answers by source %v", len(seeds), time.Since(start).Round(time.Millisecond), sources)
-			// The schedules must exercise what they check.
-			if len(seeds) >= propCISchedules && (sources[SourceLease] == 0 || sources[SourceDenyCache] == 0 || sources[SourceRemote] == 0) {
-				t.Errorf("answers by source %v: want some from Redis, leases and the denial cache", sources)
-			}
-		})
+	// Each backend in both layouts: the compact one with few buckets, so
+	// that the schedule's keys share hashes.
+	for _, lt := range []struct {
+		name string
+		l    Layout
+	}{{"", Layout{}}, {"/compact", Layout{Compact: true, Keys: 4 * remote.KeysPerHash}}} {
+		for name, start := range backends {
+			t.Run(name+lt.name, func(t *testing.T) {
+				b := start(t)
+				b.layout = lt.l
+				propRun(t, b, name+lt.name, seeds)
+			})
+		}
+	}
+}
+
+// propRun runs the schedules of seeds on b, named name.
+func propRun(t *testing.T, b propBackend, name string, seeds []uint64) {
+	start := time.Now()
+	sources := map[Source]int64{}
+	for _, seed := range seeds {
+		s := newSchedule(seed)
+		if problem := runScheduleCounting(t, b, s, sources); problem != "" {
+			shrunk := shrinkSchedule(t, b, s)
+			t.Fatalf("%s\nrun it again: go test -run 'TestLimiterProperties/%s' ./hybrid/ -args -prop.seed=%d\nshrunk to:\n%s", problem, name, seed, shrunk)
+		}
+	}
+	t.Logf("%d schedules in %v; answers by source %v", len(seeds), time.Since(start).Round(time.Millisecond), sources)
+	// The schedules must exercise what they check.
+	if len(seeds) >= propCISchedules && (sources[SourceLease] == 0 || sources[SourceDenyCache] == 0 || sources[SourceRemote] == 0) {
+		t.Errorf("answers by source %v: want some from Redis, leases and the denial cache", sources)
 	}
 }
 
@@ -302,7 +317,7 @@ func runScheduleCounting(t *testing.T, b propBackend, s propSchedule, sources ma
 			clients = append(clients, c)
 			nodes = append(nodes, Node{Name: a, Client: c})
 		}
-		lim, err := New(Config{Nodes: nodes, Timeout: 2 * time.Second})
+		lim, err := New(Config{Nodes: nodes, Timeout: 2 * time.Second, Layout: b.layout})
 		if err != nil {
 			t.Fatal(err)
 		}

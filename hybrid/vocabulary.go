@@ -1,6 +1,15 @@
 package hybrid
 
-import "github.com/hybridlimit/hybridlimit/limit"
+import (
+	"github.com/hybridlimit/hybridlimit/limit"
+	"github.com/hybridlimit/hybridlimit/remote"
+)
+
+// Layout is how a Limiter keeps its states in Redis (Config.Layout): the
+// zero Layout gives each state a key of its own; Layout{Compact: true,
+// Keys: n} packs them into hashes shared by about remote.KeysPerHash keys,
+// sized for n keys deciding within a generation. See remote.Layout.
+type Layout = remote.Layout
 
 // Limit is a rate limit: Rate units per Period, enforced by Algorithm. See
 // package limit for the exact semantics of each algorithm.

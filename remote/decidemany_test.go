@@ -26,18 +26,19 @@ import (
 // scripts.
 func TestDecideManyMatchesOneByOne(t *testing.T) {
 	type pair struct{ many, one *Store }
-	kinds := map[string]func(t *testing.T) (pair, clock){
-		"miniredis": func(t *testing.T) (pair, clock) {
-			s, m, c := newMini(t)
+	kinds := map[string]func(t *testing.T) (pair, clock){}
+	for _, lt := range layouts {
+		kinds[lt.name+"/miniredis"] = func(t *testing.T) (pair, clock) {
+			s, m, c := newMiniIn(t, lt.l)
 			rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), Protocol: 2})
 			t.Cleanup(func() { rdb.Close() })
 			return pair{s, otherStore(t, rdb, s)}, c
-		},
-	}
-	for _, m := range realModes {
-		kinds["redis/"+m.name] = func(t *testing.T) (pair, clock) {
-			s, _, c := newRealMode(t, m.fn)
-			return pair{s, otherStore(t, s.rdb, s)}, c
+		}
+		for _, m := range realModes {
+			kinds[lt.name+"/redis/"+m.name] = func(t *testing.T) (pair, clock) {
+				s, _, c := newRealModeIn(t, m.fn, lt.l)
+				return pair{s, otherStore(t, s.rdb, s)}, c
+			}
 		}
 	}
 	pool := [][]limit.Limit{
@@ -129,7 +130,7 @@ func TestDecideManyMatchesOneByOne(t *testing.T) {
 // form of code s runs, under a prefix of its own.
 func otherStore(t *testing.T, rdb Client, s *Store) *Store {
 	t.Helper()
-	o, err := New(rdb, Config{Prefix: "other:"})
+	o, err := New(rdb, Config{Prefix: "other:", Layout: s.layout})
 	if err != nil {
 		t.Fatal(err)
 	}

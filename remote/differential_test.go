@@ -225,9 +225,13 @@ func runDifferential(t *testing.T, s *Store, c clock, seed uint64, ops int, back
 // limit over random traffic, time only moving forward (miniredis expires
 // keys by FastForward, which cannot be undone).
 func TestDifferentialMiniredis(t *testing.T) {
-	for seed := uint64(1); seed <= 4; seed++ {
-		s, _, c := newMini(t)
-		runDifferential(t, s, c, seed, 1500, false)
+	for _, lt := range layouts {
+		t.Run(lt.name, func(t *testing.T) {
+			for seed := uint64(1); seed <= 4; seed++ {
+				s, _, c := newMiniIn(t, lt.l)
+				runDifferential(t, s, c, seed, 1500, false)
+			}
+		})
 	}
 }
 
@@ -236,12 +240,14 @@ func TestDifferentialMiniredis(t *testing.T) {
 // key, as real Redis keeps a key whose expiry the stepped-back clock has
 // not reached).
 func TestDifferentialRedis(t *testing.T) {
-	for _, m := range realModes {
-		t.Run(m.name, func(t *testing.T) {
-			for seed := uint64(1); seed <= 4; seed++ {
-				s, _, c := newRealMode(t, m.fn)
-				runDifferential(t, s, c, seed, 1500, true)
-			}
-		})
+	for _, lt := range layouts {
+		for _, m := range realModes {
+			t.Run(lt.name+"/"+m.name, func(t *testing.T) {
+				for seed := uint64(1); seed <= 4; seed++ {
+					s, _, c := newRealModeIn(t, m.fn, lt.l)
+					runDifferential(t, s, c, seed, 1500, true)
+				}
+			})
+		}
 	}
 }

@@ -22,7 +22,7 @@ const testClockKey = "hybridlimit-test-clock"
 // clock() reads testClockKey, and ttl_ms() (and tb_admit's copy of it) adds
 // ten minutes, so that keys never expire in real time while the test's
 // clock stands still. Everything else is byte for byte the production code.
-func testClockScripts(t testing.TB) *scriptSet {
+func testClockScripts(t testing.TB, compact bool) *scriptSet {
 	t.Helper()
 	replace := func(src, old, new string) string {
 		if !strings.Contains(src, old) {
@@ -30,7 +30,7 @@ func testClockScripts(t testing.TB) *scriptSet {
 		}
 		return strings.Replace(src, old, new, 1)
 	}
-	return newScriptSet(func(src string) string {
+	return newScriptSet(compact, func(src string) string {
 		src = replace(src, "  local t = rcall('TIME')\n  return tonumber(t[1]) * 1000000 + tonumber(t[2])\n",
 			"  return tonumber(rcall('GET', '"+testClockKey+"'))\n")
 		src = replace(src, "  return ms_arg(d + 1)\n", "  return ms_arg(d + 1 + 600000)\n")
@@ -70,24 +70,37 @@ func (c keyClock) set(t testing.TB, now time.Time) {
 	}
 }
 
+// layouts are the two layouts the suites run in; the compact one with few
+// buckets, so that the test's keys share hashes.
+var layouts = []struct {
+	name string
+	l    Layout
+}{{"keys", Layout{}}, {"compact", Layout{Compact: true, Keys: 10 * KeysPerHash}}}
+
 // newMini returns a store on a fresh miniredis with its clock.
 func newMini(t testing.TB) (*Store, *miniredis.Miniredis, *miniClock) {
+	return newMiniIn(t, Layout{})
+}
+
+// newMiniIn is newMini in layout l.
+func newMiniIn(t testing.TB, l Layout) (*Store, *miniredis.Miniredis, *miniClock) {
 	t.Helper()
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), Protocol: 2})
 	t.Cleanup(func() { rdb.Close() })
-	s, err := New(rdb, Config{})
+	s, err := New(rdb, Config{Layout: l})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s, m, &miniClock{m: m}
 }
 
-// newReal returns a store with test-clock scripts on a fresh redis-server.
-func newReal(t testing.TB) (*Store, *redistest.Server, keyClock) {
+// newRealIn returns a store in layout l with test-clock scripts on a fresh
+// redis-server.
+func newRealIn(t testing.TB, l Layout) (*Store, *redistest.Server, keyClock) {
 	t.Helper()
-	s, srv, rdb := newRealProduction(t)
-	s.scripts = testClockScripts(t)
+	s, srv, rdb := newRealProductionIn(t, l)
+	s.scripts = testClockScripts(t, l.Compact)
 	return s, srv, keyClock{rdb: rdb}
 }
 
@@ -99,11 +112,16 @@ var realModes = []struct {
 	fn   bool
 }{{"functions", true}, {"scripts", false}}
 
-// newRealMode is newReal with the code run as the function library (fn) or
+// newRealMode is newRealIn with the default layout and the code run as the function library (fn) or
 // as scripts.
 func newRealMode(t testing.TB, fn bool) (*Store, *redistest.Server, keyClock) {
+	return newRealModeIn(t, fn, Layout{})
+}
+
+// newRealModeIn is newRealMode in layout l.
+func newRealModeIn(t testing.TB, fn bool, l Layout) (*Store, *redistest.Server, keyClock) {
 	t.Helper()
-	s, srv, c := newReal(t)
+	s, srv, c := newRealIn(t, l)
 	s.fn.Store(fn)
 	if fn {
 		if err := s.Load(context.Background()); err != nil || !s.Functions() {
@@ -116,11 +134,16 @@ func newRealMode(t testing.TB, fn bool) (*Store, *redistest.Server, keyClock) {
 // newRealProduction returns a store with the production scripts on a fresh
 // redis-server, and a plain client to inspect it.
 func newRealProduction(t testing.TB) (*Store, *redistest.Server, *redis.Client) {
+	return newRealProductionIn(t, Layout{})
+}
+
+// newRealProductionIn is newRealProduction in layout l.
+func newRealProductionIn(t testing.TB, l Layout) (*Store, *redistest.Server, *redis.Client) {
 	t.Helper()
 	srv := redistest.Start(t)
 	rdb := NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	s, err := New(rdb, Config{})
+	s, err := New(rdb, Config{Layout: l})
 	if err != nil {
 		t.Fatal(err)
 	}

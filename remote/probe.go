@@ -100,12 +100,20 @@ func (s *Store) Probe(ctx context.Context) (err error) {
 	}
 	// A call of entry e against limits on the reserved keys, after head.
 	probe := func(e entry, limits []limit.Limit, head ...any) *call {
-		return s.tagCall(e, probeTag, limits, head...)
+		return s.tagCall(e, probeTag, probeTag, limits, head...)
 	}
 	// The reserved keys share one hash tag: one DEL, on one slot (Reset's
 	// command too), even after a step failed, so that none outlives the
 	// probe (their TTLs are a second; miniredis's clock never moves).
 	defer func() {
+		if s.buckets > 0 {
+			// The compact layout's fields: where the server's clock
+			// says they are (reset.lua).
+			if derr := s.runCmd(ctx, probe(entryReset, probeLimits)).Err(); derr != nil && err == nil {
+				err = wrap("reset.lua", derr)
+			}
+			return
+		}
 		keys := probe(entryPeek, probeLimits).keys
 		del := make([]any, 0, 1+len(keys))
 		del = append(del, "del")
@@ -121,6 +129,9 @@ func (s *Store) Probe(ctx context.Context) (err error) {
 	decide := func(limits []limit.Limit) *call {
 		c := probe(entryDecide, limits, 1)
 		c.args = append(c.args, Request{n: 1}.head(0))
+		if s.buckets > 0 {
+			c.args = append(c.args, probeTag) // the request's field
+		}
 		return c
 	}
 	if err := s.runInts(ctx, decide(probeLimits[:1])).Err(); err != nil {

@@ -53,15 +53,19 @@ const (
 	entryLease
 	entryGiveBack
 	entryPeek
+	entryReset // the compact layout's only
 	numEntries
 )
 
 // entryFiles are the entry points' files, and entryNames their names in a
 // function library.
 var (
-	entryFiles = [numEntries]string{"decide.lua", "lease.lua", "giveback.lua", "peek.lua"}
-	entryNames = [numEntries]string{"decide", "lease", "giveback", "peek"}
+	entryFiles = [numEntries]string{"decide.lua", "lease.lua", "giveback.lua", "peek.lua", "reset.lua"}
+	entryNames = [numEntries]string{"decide", "lease", "giveback", "peek", "reset"}
 )
+
+// in reports whether the code of a layout has entry e.
+func (e entry) in(compact bool) bool { return compact || e != entryReset }
 
 // script is one entry point with the library before it, run by EVALSHA.
 type script struct {
@@ -79,10 +83,12 @@ type library struct {
 	fn   [numEntries]string // the functions' names, by entry
 }
 
-// source reads the embedded files, in order, each once.
+// source reads the embedded files, in order, each once; the compact
+// layout's code is rewritten as it is read (compactFile).
 type source struct {
-	b    strings.Builder
-	seen map[string]bool
+	b       strings.Builder
+	seen    map[string]bool
+	compact bool
 }
 
 func (s *source) write(names ...string) {
@@ -94,13 +100,21 @@ func (s *source) write(names ...string) {
 			continue
 		}
 		s.seen[name] = true
-		src, err := scriptFS.ReadFile("scripts/" + name)
-		if err != nil {
-			panic("remote: missing embedded script " + name) // a build defect, not user input
-		}
-		s.b.Write(src)
+		s.b.WriteString(s.file(name))
 		s.b.WriteByte('\n')
 	}
+}
+
+// file returns the embedded file name, as the layout's code has it.
+func (s *source) file(name string) string {
+	src, err := scriptFS.ReadFile("scripts/" + name)
+	if err != nil {
+		panic("remote: missing embedded script " + name) // a build defect, not user input
+	}
+	if s.compact {
+		return compactFile(name, string(src))
+	}
+	return string(src)
 }
 
 // writeAlgorithms writes the files of the algorithms in mask.
@@ -114,9 +128,12 @@ func (s *source) writeAlgorithms(mask int) {
 
 // newScript builds the script of the given algorithms and files, in order
 // after them.
-func newScript(mask int, edit func(string) string, files ...string) *script {
-	var s source
+func newScript(compact bool, mask int, edit func(string) string, files ...string) *script {
+	s := source{compact: compact}
 	s.write(prelude)
+	if compact {
+		s.write(compactLua)
+	}
 	s.b.WriteString("bind_globals()\n")
 	s.writeAlgorithms(mask)
 	s.write(files...)
@@ -134,19 +151,21 @@ func newScript(mask int, edit func(string) string, files ...string) *script {
 // arguments; the shared code reads them as a script does), binds the
 // globals and builds istr's tables on its first call, and forgets the
 // previous call's tags. Integers go to redis.call as istr writes them.
-func newLibrary(edit func(string) string) library {
-	var s source
+func newLibrary(compact bool, edit func(string) string) library {
+	s := source{compact: compact}
 	s.b.WriteString("local KEYS, ARGV\n")
 	s.write(prelude, digits)
+	if compact {
+		s.write(compactLua)
+	}
 	s.writeAlgorithms(numMasks - 1)
 	s.write(common)
 	for e := range numEntries {
-		s.b.WriteString("local function entry_" + entryNames[e] + "()\n")
-		src, err := scriptFS.ReadFile("scripts/" + entryFiles[e])
-		if err != nil {
-			panic("remote: missing embedded script " + entryFiles[e])
+		if !e.in(compact) {
+			continue
 		}
-		s.b.Write(src)
+		s.b.WriteString("local function entry_" + entryNames[e] + "()\n")
+		s.b.WriteString(s.file(entryFiles[e]))
 		s.b.WriteString("end\n")
 	}
 	s.b.WriteString(`local function fresh(keys, args)
@@ -171,6 +190,9 @@ end
 	b.WriteString("#!lua name=" + lib.name + "\n")
 	b.WriteString(body)
 	for e := range numEntries {
+		if !e.in(compact) {
+			continue
+		}
 		lib.fn[e] = "hl_" + version + "_" + entryNames[e]
 		b.WriteString("redis.register_function('" + lib.fn[e] + "', function(keys, args)\n  fresh(keys, args)\n  return entry_" + entryNames[e] + "()\nend)\n")
 	}
@@ -190,14 +212,18 @@ type scriptSet struct {
 	take *script
 }
 
-func newScriptSet(edit func(string) string) *scriptSet {
-	s := &scriptSet{lib: newLibrary(edit)}
+// newScriptSet builds the code of the default layout, or of the compact
+// one, edited by edit where it is not nil (the tests' clock).
+func newScriptSet(compact bool, edit func(string) string) *scriptSet {
+	s := &scriptSet{lib: newLibrary(compact, edit)}
 	for m := 1; m < numMasks; m++ {
 		for e := range numEntries {
-			s.eval[e][m] = newScript(m, edit, common, entryFiles[e])
+			if e.in(compact) {
+				s.eval[e][m] = newScript(compact, m, edit, common, entryFiles[e])
+			}
 		}
 	}
-	s.take = newScript(1<<limit.TokenBucket, edit, "take.lua")
+	s.take = newScript(compact, 1<<limit.TokenBucket, edit, "take.lua")
 	return s
 }
 
@@ -216,7 +242,11 @@ func oneStep(limits []limit.Limit) bool {
 	return len(limits) == 1 && limits[0].Algorithm == limit.TokenBucket && limits[0].Name == ""
 }
 
-var defaultScripts = newScriptSet(nil)
+// defaultScripts and compactScripts are the code of each layout.
+var (
+	defaultScripts = newScriptSet(false, nil)
+	compactScripts = newScriptSet(true, nil)
+)
 
 // mask returns the set of algorithms of limits.
 func mask(limits []limit.Limit) int {

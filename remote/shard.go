@@ -23,9 +23,9 @@ func (s *Store) Shard(key string) (string, error) {
 	if s.cl == nil {
 		return "", nil
 	}
-	// tagOf holds no brace, so it hashes as the tag of every Redis key of
+	// tagFor holds no brace, so it hashes as the tag of every Redis key of
 	// key does.
-	slot := int(crc16(tagOf(key)) % NumSlots)
+	slot := int(crc16(s.tagFor(key)) % NumSlots)
 	m := s.cl.owner(slot)
 	if m == nil {
 		s.cl.refresh()

@@ -40,6 +40,9 @@ var _ Client = (redis.UniversalClient)(nil)
 type Config struct {
 	// Prefix starts every Redis key. Default DefaultPrefix ("rl:").
 	Prefix string
+	// Layout is how states are kept: a key each (the zero Layout), or
+	// fields of shared hashes (Layout.Compact).
+	Layout Layout
 }
 
 // Store decides limits on one Redis node. It is safe for concurrent use.
@@ -53,6 +56,8 @@ type Store struct {
 	oneCall  bool     // a batch is one script call: the client talks to one server
 	conc     int      // see Concurrency
 	prefix   string
+	layout   Layout
+	buckets  uint64 // the compact layout's buckets; 0 for the default layout
 	scripts  *scriptSet
 	lastArgs atomic.Pointer[boxedSpec] // see specArgs
 	fn       atomic.Bool               // the code runs as a function library (Functions)
@@ -72,7 +77,14 @@ func New(rdb Client, cfg Config) (*Store, error) {
 	if strings.ContainsAny(cfg.Prefix, "{}") {
 		return nil, fmt.Errorf("remote: prefix %q holds a brace, which would move the hash tag", cfg.Prefix)
 	}
-	st := &Store{rdb: rdb, prefix: cfg.Prefix, scripts: defaultScripts, conc: DefaultConcurrency}
+	buckets, err := cfg.Layout.check()
+	if err != nil {
+		return nil, err
+	}
+	st := &Store{rdb: rdb, prefix: cfg.Prefix, scripts: defaultScripts, conc: DefaultConcurrency, layout: cfg.Layout, buckets: buckets}
+	if buckets > 0 {
+		st.scripts = compactScripts
+	}
 	// Functions until a node says otherwise: Load decides, and so does
 	// the first call to a node without functions (FCALL is an unknown
 	// command there, and so is FUNCTION LOAD).
@@ -290,6 +302,9 @@ func (s *Store) decideCall(reqs []Request) *call {
 	var setBuf [64]int
 	setOf := setBuf[:0]
 	nargs, nkeys := 1+len(reqs), 0
+	if s.buckets > 0 {
+		nargs += len(reqs) // each request's field
+	}
 	for _, r := range reqs {
 		if r.give {
 			nargs++ // its at
@@ -314,17 +329,20 @@ func (s *Store) decideCall(reqs []Request) *call {
 	}
 	for i, r := range reqs {
 		args = append(args, r.head(setOf[i]))
+		if s.buckets > 0 {
+			args = append(args, r.key)
+		}
 		if r.give {
 			args = append(args, r.at)
 		}
-		tag := tagOf(r.key)
+		tag := s.tagFor(r.key)
 		for _, l := range r.limits {
-			keys = append(keys, s.tagged(tag, l))
+			keys = append(keys, s.keyFor(tag, r.key, l))
 		}
 	}
 	c := &call{e: entryDecide, keys: keys, args: args}
 	if len(reqs) == 1 {
-		c.sc = s.scripts.script(entryDecide, reqs[0].limits, true)
+		c.sc = s.script(entryDecide, reqs[0].limits, true)
 	} else {
 		m := 0
 		for _, ls := range sets {
@@ -347,27 +365,53 @@ func (s *Store) callOf(req Request, one []Request) *call {
 // entryCall is the call of entry e for req's key and limits, after the
 // arguments head.
 func (s *Store) entryCall(e entry, req Request, head ...any) *call {
-	return s.tagCall(e, tagOf(req.key), req.limits, head...)
+	return s.tagCall(e, s.tagFor(req.key), req.key, req.limits, head...)
 }
 
-// tagCall is the call of entry e, one request, for the keys of limits
-// under hash tag tag (tagOf of a user key, or the probe's reserved tag),
-// after the arguments head.
-func (s *Store) tagCall(e entry, tag string, limits []limit.Limit, head ...any) *call {
-	keys, args := s.appendTagged(make([]string, 0, len(limits)), head, tag, limits)
-	return &call{e: e, sc: s.scripts.script(e, limits, true), keys: keys, args: args}
-}
-
-// appendTagged appends the keys and arguments of one request for the keys
-// of hash tag tag (tagOf of a user key, or the probe's reserved tag): the
-// number of limits, then each limit's five integers.
-func (s *Store) appendTagged(keys []string, args []any, tag string, limits []limit.Limit) ([]string, []any) {
-	args = append(args, len(limits))
+// tagCall is the call of entry e, one request for key, for the keys of
+// limits under hash tag tag (tagFor of a user key, or the probe's
+// reserved tag), after the arguments head; in the compact layout, key,
+// the request's field, ends the arguments of every entry but decide,
+// whose caller appends it after the request's head.
+func (s *Store) tagCall(e entry, tag, key string, limits []limit.Limit, head ...any) *call {
+	keys := make([]string, 0, len(limits))
+	args := append(head, len(limits))
 	for _, l := range limits {
-		keys = append(keys, s.tagged(tag, l))
+		keys = append(keys, s.keyFor(tag, key, l))
 		args = append(args, s.specArgs(l)...)
 	}
-	return keys, args
+	if s.buckets > 0 && e != entryDecide {
+		args = append(args, key)
+	}
+	return &call{e: e, sc: s.script(e, limits, true), keys: keys, args: args}
+}
+
+// tagFor is the hash tag of key's Redis keys: key itself, encoded
+// (tagOf), or in the compact layout its bucket.
+func (s *Store) tagFor(key string) string {
+	if s.buckets > 0 {
+		return s.bucket(key)
+	}
+	return tagOf(key)
+}
+
+// keyFor is the Redis key of limit l for key under its hash tag tag (see
+// compactKey for the compact layout's).
+func (s *Store) keyFor(tag, key string, l limit.Limit) string {
+	if s.buckets > 0 {
+		return s.compactKey(tag, key, l)
+	}
+	return s.tagged(tag, l)
+}
+
+// script returns the script of entry e for requests against limits (see
+// scriptSet.script); in the compact layout, take.lua decides a lone token
+// bucket only when its state is a field (fielded).
+func (s *Store) script(e entry, limits []limit.Limit, one bool) *script {
+	if s.buckets > 0 && len(limits) == 1 && !fielded(limits[0]) {
+		one = false
+	}
+	return s.scripts.script(e, limits, one)
 }
 
 // namedFlag is added to a named limit's algorithm in its script arguments
@@ -385,6 +429,9 @@ func (s *Store) specArgs(l limit.Limit) []any {
 	alg := int(sp.Algorithm)
 	if sp.Named {
 		alg += namedFlag
+	}
+	if s.buckets > 0 && !fielded(l) {
+		alg += keyedFlag
 	}
 	c := &boxedSpec{l: l, args: [5]any{alg, sp.Q, sp.P, sp.R, sp.C}}
 	s.lastArgs.Store(c)
@@ -682,10 +729,15 @@ func (s *Store) Refund(ctx context.Context, req Request, units int64) error {
 }
 
 // Reset deletes the state of req's limits for its key: the next decision
-// starts afresh. The keys share a hash tag, so this is one DEL on one slot.
+// starts afresh. The keys share a hash tag, so this is one DEL on one slot;
+// in the compact layout, one script call (reset.lua), which deletes the
+// key's fields where the server's clock says they are.
 func (s *Store) Reset(ctx context.Context, req Request) error {
 	if err := req.built(); err != nil {
 		return err
+	}
+	if s.buckets > 0 {
+		return s.runCmd(ctx, s.entryCall(entryReset, req)).Err()
 	}
 	del := make([]any, 1, 1+len(req.limits))
 	del[0] = "del"

@@ -580,3 +580,55 @@ func TestTokenBucketTTL(t *testing.T) {
 		}
 	}
 }
+
+// TestBadLayout: New refuses a Layout it cannot honour, naming the field,
+// and sizes a compact one from its Keys.
+func TestBadLayout(t *testing.T) {
+	rdb := NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	for _, l := range []Layout{
+		{Keys: 1000},
+		{Compact: true, Keys: -1},
+		{Compact: true, Keys: MaxLayoutKeys + 1},
+	} {
+		if _, err := New(rdb, Config{Layout: l}); err == nil || !strings.Contains(err.Error(), "Layout.Keys") {
+			t.Errorf("New(%+v) error = %v, want one naming Layout.Keys", l, err)
+		}
+		if err := l.Validate(); err == nil {
+			t.Errorf("%+v.Validate() = nil", l)
+		}
+	}
+	for l, buckets := range map[Layout]uint64{
+		{}:                                0,
+		{Compact: true}:                   (DefaultLayoutKeys + KeysPerHash - 1) / KeysPerHash,
+		{Compact: true, Keys: 1}:          1,
+		{Compact: true, Keys: 10_000_000}: (10_000_000 + KeysPerHash - 1) / KeysPerHash,
+	} {
+		s, err := New(rdb, Config{Layout: l})
+		if err != nil {
+			t.Errorf("New(%+v) error = %v", l, err)
+			continue
+		}
+		if s.buckets != buckets {
+			t.Errorf("New(%+v): %d buckets, want %d", l, s.buckets, buckets)
+		}
+	}
+}
+
+// TestCompactCodeReachesNoKey: in the compact layout's code, the files of
+// the string-state algorithms, the shared helpers and the entry points
+// read, write and delete states only through sget, sset and kdel
+// (compact.lua): no GET, SET or DEL of a key is left for a rewrite to
+// have missed.
+func TestCompactCodeReachesNoKey(t *testing.T) {
+	files := []string{"token_bucket.lua", "leaky_bucket.lua", "fixed_window.lua", "sliding_window_counter.lua", common}
+	files = append(files, entryFiles[:]...)
+	for _, name := range files {
+		src := (&source{compact: true}).file(name)
+		for _, cmd := range []string{"rcall('GET'", "rcall('SET'", "rcall('DEL'"} {
+			if strings.Contains(src, cmd) {
+				t.Errorf("%s, compact: %s is left", name, cmd)
+			}
+		}
+	}
+}

@@ -91,8 +91,8 @@ local function read_sets()
 end
 
 -- The tag a named key's state was written with, or nil.
-local function stored_tag(key, alg)
-  if alg == 3 then -- SlidingWindowLog
+local function stored_tag(key, sp)
+  if sp.alg == 3 then -- SlidingWindowLog
     local m = rcall('ZRANGEBYSCORE', key, -1, -1)
     if #m > 0 then
       return string.sub(m[1], 2)
@@ -112,7 +112,7 @@ end
 -- admits, are charged afresh to sp, at most sp's capacity. Otherwise the
 -- state is left alone and named returns false.
 local function named(key, sp, now, convert)
-  local old = stored_tag(key, sp.alg)
+  local old = stored_tag(key, sp)
   TAG[key] = sp.tag
   if not old or old == sp.tag then
     return true
@@ -130,7 +130,7 @@ local function named(key, sp, now, convert)
     used = from.c - A.avail(A.look(key, from, now))
     TAG[key] = sp.tag
   end
-  rcall('DEL', key)
+  kdel(key, sp)
   if used > 0 then
     A.commit(A.look(key, sp, now), mmin(used, sp.c))
   end

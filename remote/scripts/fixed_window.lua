@@ -8,7 +8,7 @@ function FW.look(key, sp, raw)
   local v = {sp = sp, key = key, raw = raw, d = 0}
   local t = 0
   local n = 0
-  local s = kget(key)
+  local s = kget(key, sp)
   if s then
     local a, b = smatch(s, '^(%d+):(%d+)$')
     if a then
@@ -58,7 +58,7 @@ function FW.decide(v, cost, ok)
 end
 
 function FW.store(v, n)
-  kset(v.key, str(v.now) .. ':' .. str(n), ttl_ms((v.k + 1) * v.sp.p, v.raw))
+  kset(v, str(v.now) .. ':' .. str(n), ttl_ms((v.k + 1) * v.sp.p, v.raw))
 end
 
 function FW.commit(v, cost)

@@ -93,22 +93,39 @@ end
 -- scored -1, below every event.
 local TAG = {}
 
--- The value of a string state, without its tag.
-local function kget(key)
-  local s = rcall('GET', key)
+-- Where a string state of limit sp is: a key of its own, read, written
+-- (sset(key, sp, val, 'PX', ms), SET's arguments) and deleted by these
+-- three, and by the GET and SET of the token bucket's one-step paths. The
+-- compact layout puts others in their place (compact.lua), and layout.go
+-- rewrites those GETs and SETs into sget and sset.
+local sget, sset, kdel
+sget = function(key, sp)
+  return rcall('GET', key)
+end
+sset = function(key, sp, val, px, ms)
+  rcall('SET', key, val, px, ms)
+end
+kdel = function(key, sp)
+  rcall('DEL', key)
+end
+
+-- The value of a string state of limit sp, without its tag.
+local function kget(key, sp)
+  local s = sget(key, sp)
   if s and TAG[key] then
     s = smatch(s, '^[^|]*')
   end
   return s
 end
 
--- Store a string state, with its key's tag when it has one.
-local function kset(key, val, ms)
+-- Store the string state of view v, with its key's tag when it has one.
+local function kset(v, val, ms)
+  local key = v.key
   local t = TAG[key]
   if t then
     val = val .. '|' .. t
   end
-  rcall('SET', key, val, 'PX', ms)
+  sset(key, v.sp, val, 'PX', ms)
 end
 
 -- Microseconds from the request's instant (the server's clock, raw) until

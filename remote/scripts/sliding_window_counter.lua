@@ -10,7 +10,7 @@ function SWC.look(key, sp, raw)
   local t = 0
   local a = 0
   local b = 0
-  local s = kget(key)
+  local s = kget(key, sp)
   if s then
     local x, y, z = smatch(s, '^(%d+):(%d+):(%d+)$')
     if x then
@@ -94,7 +94,7 @@ end
 
 function SWC.store(v, cur, prev)
   local val = str(v.now) .. ':' .. str(cur) .. ':' .. str(prev)
-  kset(v.key, val, ttl_ms((v.k + 2) * v.sp.p * v.sp.q, v.raw))
+  kset(v, val, ttl_ms((v.k + 2) * v.sp.p * v.sp.q, v.raw))
 end
 
 function SWC.commit(v, cost)

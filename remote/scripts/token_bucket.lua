@@ -39,7 +39,7 @@ end
 function TB.look(key, sp, raw)
   local nq, base = tb_now(sp, raw)
   local v = {sp = sp, key = key, raw = raw, now = raw, nq = nq, d = 0, base = base}
-  v.d = tb_deficit(kget(key), v.base)
+  v.d = tb_deficit(kget(key, sp), v.base)
   if v.d > sp.c * sp.p then
     v.d = sp.c * sp.p
     TB.store(v, v.d)
@@ -211,11 +211,11 @@ end
 
 function TB.store(v, d)
   if d <= 0 then
-    rcall('DEL', v.key)
+    kdel(v.key, v.sp)
     return
   end
   local until_us = (v.nq + cdiv(d, v.sp.r)) * v.sp.q
-  kset(v.key, str(mod52(v.base + d)), ttl_ms(until_us, v.raw))
+  kset(v, str(mod52(v.base + d)), ttl_ms(until_us, v.raw))
 end
 
 function TB.commit(v, cost)
