@@ -226,12 +226,19 @@ func scriptStats(t *testing.T, c *redistest.Cluster) (ran, rejected int64) {
 // master that died and when its replica was promoted.
 func clusterOp(t *testing.T, c *redistest.Cluster, name, client string, build func([]string) *redis.ClusterClient,
 	op func(ctx context.Context) (dead string, promoted time.Time, err error)) opReport {
+	return clusterOpIn(t, c, Layout{}, name, client, build, op)
+}
+
+// clusterOpIn is clusterOp with the Limiter in layout l.
+func clusterOpIn(t *testing.T, c *redistest.Cluster, l Layout, name, client string, build func([]string) *redis.ClusterClient,
+	op func(ctx context.Context) (dead string, promoted time.Time, err error)) opReport {
 	t.Helper()
 	const timeout = 200 * time.Millisecond
 	rdb := build(c.Addrs())
 	t.Cleanup(func() { rdb.Close() })
 	lim, err := New(Config{
 		Nodes:   []Node{{Name: "cluster", Client: rdb}},
+		Layout:  l,
 		Timeout: timeout,
 		// Every request goes to Redis: an exhausted key is denied by
 		// Redis, not by the denial cache, so that an admission beyond
@@ -385,10 +392,23 @@ func clusterOp(t *testing.T, c *redistest.Cluster, name, client string, build fu
 }
 
 // TestClusterReshardUnderLoad: redis-cli --cluster reshard moves 2,000
-// slots, keys and all, from one master to another while 16 callers ask.
+// slots, keys and all, from one master to another while 16 callers ask;
+// with the bound client, in the compact layout too (a moved slot moves
+// whole hashes of its bucket).
 func TestClusterReshardUnderLoad(t *testing.T) {
-	moveUnderLoad(t, "reshard", func(ctx context.Context, c *redistest.Cluster) error {
+	reshard := func(ctx context.Context, c *redistest.Cluster) error {
 		return c.Reshard(ctx, c.Masters[0], c.Masters[1], 2000)
+	}
+	moveUnderLoad(t, "reshard", reshard)
+	t.Run("client=bound/compact", func(t *testing.T) {
+		redistest.RequireCLI(t)
+		c := redistest.StartCluster(t, 3, 0)
+		if err := c.Fill(context.Background(), opFillKeys, opFillBytes); err != nil {
+			t.Fatal(err)
+		}
+		clusterOpIn(t, c, Layout{Compact: true, Keys: opKeys}, "reshard", "bound", clusterClients[0].build, func(ctx context.Context) (string, time.Time, error) {
+			return "", time.Time{}, reshard(ctx, c)
+		})
 	})
 }
 

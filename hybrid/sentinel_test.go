@@ -2,6 +2,7 @@ package hybrid
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,9 +17,19 @@ import (
 // TestSentinelFailover: a Sentinel group (a master, a replica, three
 // sentinels, down-after 1 s) behind a bounded failover client. The master
 // is killed; the sentinels promote the replica, and the keys are decided
-// by Redis again soon after, with no error reaching a caller. Bounded:
-// 20 s.
+// by Redis again soon after, with no error reaching a caller. In both
+// layouts. Bounded: 20 s each.
 func TestSentinelFailover(t *testing.T) {
+	for _, l := range []Layout{{}, {Compact: true}} {
+		t.Run(fmt.Sprintf("compact=%v", l.Compact), func(t *testing.T) { sentinelFailover(t, l) })
+	}
+}
+
+// sentinelLimit never denies the test's calls, and its state is a field
+// in the compact layout (a million a second would keep a key of its own).
+var sentinelLimit = PerMinute(100_000)
+
+func sentinelFailover(t *testing.T, l Layout) {
 	ctx := context.Background()
 	master := redistest.Start(t)
 	replica := redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", strconv.Itoa(master.Port())))
@@ -54,13 +65,13 @@ func TestSentinelFailover(t *testing.T) {
 	}
 	rdb := redis.NewFailoverClient(remote.BoundFailoverOptions(&redis.FailoverOptions{MasterName: "m", SentinelAddrs: sentinels}))
 	t.Cleanup(func() { rdb.Close() })
-	lim, err := New(Config{Nodes: []Node{{Name: "m", Client: rdb}}, Timeout: 100 * time.Millisecond, Lease: LeaseConfig{Disable: true},
+	lim, err := New(Config{Nodes: []Node{{Name: "m", Client: rdb}}, Layout: l, Timeout: 100 * time.Millisecond, Lease: LeaseConfig{Disable: true},
 		Breaker: BreakerConfig{OpenTimeout: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lim.Close() })
-	if r, err := lim.Allow(ctx, "k", PerSecond(1_000_000)); err != nil || r.Source != SourceRemote {
+	if r, err := lim.Allow(ctx, "k", sentinelLimit); err != nil || r.Source != SourceRemote {
 		t.Fatalf("before: %+v, %v", r, err)
 	}
 	killed := time.Now()
@@ -77,7 +88,7 @@ func TestSentinelFailover(t *testing.T) {
 			}
 		}
 		start := time.Now()
-		r, err := lim.Allow(ctx, "k", PerSecond(1_000_000))
+		r, err := lim.Allow(ctx, "k", sentinelLimit)
 		slowest = max(slowest, time.Since(start))
 		switch {
 		case err != nil:

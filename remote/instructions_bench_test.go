@@ -59,21 +59,26 @@ func BenchmarkScriptInstructions(b *testing.B) {
 		floor    string // a floor's script, KEYS the requests' keys (or the hash's, ARGV its fields)
 		hash     bool   // the floor's keys are fields of one hash
 		revisit  int    // keys cycle over this many (those the warm-up wrote), else over 100,000
+		compact  bool   // the compact layout, its hashes about as full as KeysPerHash (compactKeys)
 	}{
-		{"hybridlimit/functions/one-token-bucket/requests-per-call=1", 1, 500, one, true, false, "", false, 0},
-		{"hybridlimit/functions/one-token-bucket/requests-per-call=64", 64, 100, one, true, false, "", false, 0},
-		{"hybridlimit/functions/two-token-buckets/requests-per-call=64", 64, 100, two, true, false, "", false, 0},
-		{"hybridlimit/functions/one-token-bucket/requests-per-call=64/revisited", 64, 100, one, true, false, "", false, 1280},
-		{"hybridlimit/functions/two-token-buckets/requests-per-call=64/revisited", 64, 100, two, true, false, "", false, 1280},
-		{"hybridlimit/functions/one-leaky-bucket/requests-per-call=64", 64, 100, oneOf(limit.LeakyBucket), true, false, "", false, 0},
-		{"hybridlimit/functions/one-fixed-window/requests-per-call=64", 64, 100, oneOf(limit.FixedWindow), true, false, "", false, 0},
-		{"hybridlimit/functions/one-sliding-window-counter/requests-per-call=64", 64, 100, oneOf(limit.SlidingWindowCounter), true, false, "", false, 0},
-		{"hybridlimit/scripts/one-token-bucket/requests-per-call=1", 1, 500, one, false, false, "", false, 0},
-		{"hybridlimit/scripts/one-token-bucket/requests-per-call=64", 64, 100, one, false, false, "", false, 0},
-		{"redis_rate/one-token-bucket/requests-per-call=1", 1, 500, one, false, true, "", false, 0},
-		{"floor/get-set-px/requests-per-call=64", 64, 100, nil, false, false, floorGetSet, false, 0},
-		{"floor/hash-fields/requests-per-call=64", 64, 100, nil, false, false, floorHash, true, 0},
-		{"floor/two-fields-of-the-clients-hash/requests-per-call=64", 64, 100, nil, false, false, floorClientFields, false, 0},
+		{"hybridlimit/functions/one-token-bucket/requests-per-call=1", 1, 500, one, true, false, "", false, 0, false},
+		{"hybridlimit/functions/one-token-bucket/requests-per-call=64", 64, 100, one, true, false, "", false, 0, false},
+		{"hybridlimit/functions/two-token-buckets/requests-per-call=64", 64, 100, two, true, false, "", false, 0, false},
+		{"hybridlimit/functions/one-token-bucket/requests-per-call=64/revisited", 64, 100, one, true, false, "", false, 1280, false},
+		{"hybridlimit/functions/two-token-buckets/requests-per-call=64/revisited", 64, 100, two, true, false, "", false, 1280, false},
+		{"hybridlimit/functions/one-leaky-bucket/requests-per-call=64", 64, 100, oneOf(limit.LeakyBucket), true, false, "", false, 0, false},
+		{"hybridlimit/functions/one-fixed-window/requests-per-call=64", 64, 100, oneOf(limit.FixedWindow), true, false, "", false, 0, false},
+		{"hybridlimit/functions/one-sliding-window-counter/requests-per-call=64", 64, 100, oneOf(limit.SlidingWindowCounter), true, false, "", false, 0, false},
+		{"hybridlimit/compact/functions/one-token-bucket/requests-per-call=64", 64, 100, one, true, false, "", false, 0, true},
+		{"hybridlimit/compact/functions/two-token-buckets/requests-per-call=64", 64, 100, two, true, false, "", false, 0, true},
+		{"hybridlimit/compact/functions/one-token-bucket/requests-per-call=64/revisited", 64, 100, one, true, false, "", false, 1280, true},
+		{"hybridlimit/compact/functions/two-token-buckets/requests-per-call=64/revisited", 64, 100, two, true, false, "", false, 1280, true},
+		{"hybridlimit/scripts/one-token-bucket/requests-per-call=1", 1, 500, one, false, false, "", false, 0, false},
+		{"hybridlimit/scripts/one-token-bucket/requests-per-call=64", 64, 100, one, false, false, "", false, 0, false},
+		{"redis_rate/one-token-bucket/requests-per-call=1", 1, 500, one, false, true, "", false, 0, false},
+		{"floor/get-set-px/requests-per-call=64", 64, 100, nil, false, false, floorGetSet, false, 0, false},
+		{"floor/hash-fields/requests-per-call=64", 64, 100, nil, false, false, floorHash, true, 0, false},
+		{"floor/two-fields-of-the-clients-hash/requests-per-call=64", 64, 100, nil, false, false, floorClientFields, false, 0, false},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			dir := b.TempDir()
@@ -113,7 +118,11 @@ func BenchmarkScriptInstructions(b *testing.B) {
 					return err
 				}
 			} else {
-				s, err := New(rdb, Config{})
+				var l Layout
+				if c.compact {
+					l = Layout{Compact: true, Keys: compactKeys(c.revisit, 20*c.perCall, c.calls*c.perCall)}
+				}
+				s, err := New(rdb, Config{Layout: l})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -149,6 +158,17 @@ func BenchmarkScriptInstructions(b *testing.B) {
 			b.ReportMetric(float64(callgrindTotal(b, dir))/float64(c.calls*c.perCall), "instructions/request")
 		})
 	}
+}
+
+// compactKeys is the Layout.Keys of a compact case whose hashes hold
+// about KeysPerHash keys on average while it is measured: the keys it
+// revisits, or, for new keys, those the warm-up and the measured calls
+// write (their hashes fill from a sixth to about 1.6 times KeysPerHash).
+func compactKeys(revisit, warm, measured int) int {
+	if revisit > 0 {
+		return revisit
+	}
+	return (warm + measured) * 5 / 8
 }
 
 // floorGetSet reads and writes each key's state as a request of a token

@@ -19,13 +19,20 @@ const DefaultPrefix = "rl:"
 // }:<algorithm>:<rate>:<period>[:<burst>], or }:@<algorithm>:<name> for a
 // named limit, whose state carries the limit it was written for.
 func appendSuffix(b []byte, l limit.Limit) []byte {
+	return appendLimit(append(b, '}'), l)
+}
+
+// appendLimit appends the limit part of a Redis key, appendSuffix's
+// after its brace: ":<algorithm>:<rate>:<period>[:<burst>]", or
+// ":@<algorithm>:<name>".
+func appendLimit(b []byte, l limit.Limit) []byte {
 	if l.Name != "" {
-		b = append(b, "}:@"...)
+		b = append(b, ":@"...)
 		b = append(b, algo.ID(l.Algorithm).Code()...)
 		b = append(b, ':')
 		return append(b, l.Name...)
 	}
-	b = append(b, "}:"...)
+	b = append(b, ':')
 	b = append(b, algo.ID(l.Algorithm).Code()...)
 	b = append(b, ':')
 	b = strconv.AppendInt(b, l.Rate, 10)

@@ -210,3 +210,71 @@ func eachClient(t *testing.T, n int, fn func(j int) error) {
 		t.Fatal(err)
 	}
 }
+
+var memClients = flag.Int("memclients", 100_000, "clients in TestRedisBytesPerClient (the figures in docs/capacity.md use 1000000 and 10000000)")
+
+// TestRedisBytesPerClient prints the Redis memory a client of the seed's
+// two limits, 100/min and 1000/hour, costs in each layout: INFO
+// used_memory after minus before writing -memclients clients, one request
+// of 100 units each (so that a key of its own lives a minute at least), in
+// batches of 64, the compact layout sized for them (Layout.Keys). Client
+// ids are "user:%07d", 12 bytes. The compact layout
+// must cost at most 100 B a client from a million clients on, and at most
+// 64 B from ten million.
+func TestRedisBytesPerClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes -memclients clients per layout")
+	}
+	n := *memClients
+	seed := []limit.Limit{limit.PerMinute(100), limit.PerHour(1000)}
+	for _, lt := range []struct {
+		name string
+		l    Layout
+	}{{"keys", Layout{}}, {"compact", Layout{Compact: true, Keys: n}}} {
+		t.Run(lt.name, func(t *testing.T) {
+			s, _, rdb := newRealProductionIn(t, lt.l)
+			ctx := context.Background()
+			// Redis's default, which the packaged redis-server raises to
+			// 512: a hash of more fields is no longer a listpack.
+			if err := rdb.ConfigSet(ctx, "hash-max-listpack-entries", "128").Err(); err != nil {
+				t.Fatal(err)
+			}
+			// A first pass pays for what is not per client (the code,
+			// connection buffers): 64 clients of other ids, then FLUSHALL.
+			reqs, out := make([]Request, 64), make([]Result, 64)
+			for j := range reqs {
+				reqs[j] = req(fmt.Sprintf("warm:%d", j), 100, seed)
+			}
+			if err := s.DecideMany(ctx, reqs, out); err != nil {
+				t.Fatal(err)
+			}
+			flush(t, rdb)
+			before := usedMemory(t, rdb)
+			start := time.Now()
+			for i := 0; i < n; i += 64 {
+				m := min(64, n-i)
+				for j := range m {
+					reqs[j] = req(fmt.Sprintf("user:%07d", i+j), 100, seed)
+				}
+				if err := s.DecideMany(ctx, reqs[:m], out[:m]); err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range out[:m] {
+					if r.Err != nil || !r.Decision.Allowed {
+						t.Fatalf("a first request of a client: %+v", r)
+					}
+				}
+			}
+			perClient := float64(usedMemory(t, rdb)-before) / float64(n)
+			keys := rdb.DBSize(ctx).Val()
+			t.Logf("%s: %.1f B/client (%d clients, %d Redis keys, written in %v)", lt.name, perClient, n, keys, time.Since(start).Round(time.Millisecond))
+			switch {
+			case !lt.l.Compact:
+			case n >= 10_000_000 && perClient > 64:
+				t.Errorf("compact: %.1f B/client at %d clients, want at most 64", perClient, n)
+			case n >= 1_000_000 && perClient > 100:
+				t.Errorf("compact: %.1f B/client at %d clients, want at most 100", perClient, n)
+			}
+		})
+	}
+}

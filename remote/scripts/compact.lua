@@ -2,7 +2,7 @@
 -- a client's string state is not a key of its own but a field, named by
 -- the client's key, of a hash that the clients of one bucket share. KEYS
 -- holds, for such a limit, the name its hashes start with
--- ("<prefix>{#<bucket>}c1<limit>:"). Time is cut into generations of the
+-- ("<prefix>{{c1#<bucket>}:tb:100:1m:", the layout's version in the tag). Time is cut into generations of the
 -- limit's generation length (GEN, or the whole number of GENs the
 -- limit's states can live), counted on the server's clock, and a limit
 -- has two hashes, one for the even generations and one for the odd ones;
@@ -55,54 +55,66 @@ local function gen_len(sp)
   return k
 end
 
--- The names of limit sp's hashes now: the current generation's, the
--- other one, and the current generation's number and length (µs).
-local function hashes(key, sp)
+-- The current generation of limit sp, computed once per call: the ends of
+-- the names of its current hash and of the other one, and when the current
+-- hash expires (µs): the end of the next generation.
+local function gen_of(sp)
   local k = gen_len(sp)
   local g = k * GEN
   local gen = fdiv(NOW, g)
   local par = gen % 2
-  return key .. (2 * k + par), key .. (2 * k + 1 - par), gen, g
+  sp.gat, sp.gcur, sp.goth, sp.gexp = NOW, str(2 * k + par), str(2 * k + 1 - par), (gen + 2) * g
 end
 
--- The hash each key's state was last read from, when it was the other
--- one: the write that follows removes it there.
-local FROM = {}
+-- MISS[key] is the field of the request whose read of key's state did
+-- not find it in the current hash, and FROM[key] that of the request
+-- that found it in the other one; the write that follows reads them.
+local MISS, FROM = {}, {}
 
 -- The state of key's field: in the current hash, else in the other one.
 sget = function(key, sp)
   if sp.keyed then
     return rcall('GET', key)
   end
-  local cur, other = hashes(key, sp)
-  FROM[key] = nil
-  local s = rcall('HGET', cur, FIELD)
+  if sp.gat ~= NOW then
+    gen_of(sp)
+  end
+  local s = rcall('HGET', key .. sp.gcur, FIELD)
   if s then
     return s
   end
-  s = rcall('HGET', other, FIELD)
+  MISS[key] = FIELD
+  s = rcall('HGET', key .. sp.goth, FIELD)
   if s then
-    FROM[key] = other
+    FROM[key] = FIELD
   end
   return s
 end
 
--- Store a state in the current hash. A field new to it may be the hash's
--- first, so the hash's expiry is set then: the end of the next
--- generation. A state read from the other hash leaves it.
+-- Store a state in the current hash. A field the read did not find there
+-- is written with the hash's sentinel, the empty field (no key is empty):
+-- both new means a new hash, whose expiry is set then. A state read from
+-- the other hash leaves it.
 sset = function(key, sp, val, _, ms)
   if sp.keyed then
     rcall('SET', key, val, 'PX', ms)
     return
   end
-  local cur, _, gen, g = hashes(key, sp)
-  if rcall('HSET', cur, FIELD, val) == 1 then
-    rcall('PEXPIRE', cur, ttl_ms((gen + 2) * g, NOW))
+  if sp.gat ~= NOW then
+    gen_of(sp)
   end
-  local from = FROM[key]
-  if from then
-    rcall('HDEL', from, FIELD)
+  local cur = key .. sp.gcur
+  if MISS[key] ~= FIELD then
+    rcall('HSET', cur, FIELD, val)
+    return
+  end
+  MISS[key] = nil
+  if rcall('HSET', cur, FIELD, val, '', '') == 2 then
+    rcall('PEXPIRE', cur, ttl_ms(sp.gexp, NOW))
+  end
+  if FROM[key] == FIELD then
     FROM[key] = nil
+    rcall('HDEL', key .. sp.goth, FIELD)
   end
 end
 
@@ -112,17 +124,19 @@ kdel = function(key, sp)
     rcall('DEL', key)
     return
   end
-  local cur, other = hashes(key, sp)
-  rcall('HDEL', cur, FIELD)
-  rcall('HDEL', other, FIELD)
-  FROM[key] = nil
+  if sp.gat ~= NOW then
+    gen_of(sp)
+  end
+  rcall('HDEL', key .. sp.gcur, FIELD)
+  rcall('HDEL', key .. sp.goth, FIELD)
+  MISS[key], FROM[key] = nil, nil
 end
 
 local base_clock = clock
 local function clock()
   NOW = base_clock()
-  if next(FROM) ~= nil then -- a library's locals outlive the call
-    FROM = {}
+  if next(MISS) ~= nil or next(FROM) ~= nil then -- a library's locals outlive the call
+    MISS, FROM = {}, {}
   end
   return NOW
 end
