@@ -28,18 +28,9 @@ func processCPU() time.Duration {
 // too. ok is false on miniredis, and when INFO cpu fails (not Redis, or an
 // ACL user without INFO), which is said once on stderr.
 func (e *env) redisCPU(ctx context.Context) (total time.Duration, ok bool) {
-	cl := e.cl
-	if len(cl.minis) > 0 {
+	opts, ok := e.redisServers()
+	if !ok {
 		return 0, false
-	}
-	opts := cl.opts
-	if cl.rc != nil {
-		opts = nil
-		for _, s := range cl.rc.Servers() {
-			if s.Running() {
-				opts = append(opts, &redis.Options{Addr: s.Addr()})
-			}
-		}
 	}
 	for _, o := range opts {
 		d, err := call(ctx, o, func(ctx context.Context, c *redis.Client) (time.Duration, error) { return redistest.UsedCPU(ctx, c) })
@@ -53,6 +44,42 @@ func (e *env) redisCPU(ctx context.Context) (total time.Duration, ok bool) {
 		}
 	}
 	return total, true
+}
+
+// redisMemory is the memory the nodes use (INFO memory's used_memory),
+// summed over the same servers as redisCPU; ok is false where redisCPU's
+// is.
+func (e *env) redisMemory(ctx context.Context) (total int64, ok bool) {
+	opts, ok := e.redisServers()
+	if !ok {
+		return 0, false
+	}
+	for _, o := range opts {
+		n, err := call(ctx, o, func(ctx context.Context, c *redis.Client) (int64, error) { return redistest.UsedMemory(ctx, c) })
+		if err != nil {
+			return 0, false
+		}
+		total += n
+	}
+	return total, true
+}
+
+// redisServers are the options of every running server of the nodes, an
+// embedded cluster's replicas too; ok is false on miniredis.
+func (e *env) redisServers() (opts []*redis.Options, ok bool) {
+	cl := e.cl
+	if len(cl.minis) > 0 {
+		return nil, false
+	}
+	if cl.rc == nil {
+		return cl.opts, true
+	}
+	for _, s := range cl.rc.Servers() {
+		if s.Running() {
+			opts = append(opts, &redis.Options{Addr: s.Addr()})
+		}
+	}
+	return opts, true
 }
 
 // cores is how many cores a cost of us µs per decision takes at targetRate.

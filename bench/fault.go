@@ -158,7 +158,7 @@ func newFaultLoad(ctx context.Context, e *env) (_ *faultLoad, err error) {
 		via = make([]string, len(e.cl.names))
 		via[r.v.i] = r.px.Addr()
 	}
-	if r.h, err = newHybrid(e.cl, s.instances, s.leaseFraction, e.log, via); err != nil {
+	if r.h, err = newHybrid(e.cl, s.instances, s.leaseFraction, s.layout(len(r.hot)+r.zipf.keys.len()), e.log, via); err != nil {
 		return nil, err
 	}
 	if !s.cluster { // on a cluster, clusterOwners checked the slots with CLUSTER KEYSLOT

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hybridlimit/hybridlimit/hybrid"
+	"github.com/hybridlimit/hybridlimit/remote"
 )
 
 // errUsage marks a bad command line: main exits with status 2 for it.
@@ -37,6 +39,20 @@ const (
 	maxIntervals    = 300              // -fault: -duration / -interval
 	minInterval     = 10 * time.Millisecond
 )
+
+// -layout's values.
+const (
+	layoutKeys    = "keys"
+	layoutCompact = "compact"
+)
+
+// layout is hybrid's Layout for a workload of keys keys.
+func (s settings) layout(keys int) hybrid.Layout {
+	if !s.compact {
+		return hybrid.Layout{}
+	}
+	return hybrid.Layout{Compact: true, Keys: cmp.Or(s.layoutKeys, keys)}
+}
 
 // faultKinds are -fault's on independent nodes; clusterFaults on -cluster.
 var faultKinds = []string{"kill", "pause", "restart", "slow", "flap"}
@@ -77,6 +93,8 @@ type settings struct {
 	limits        []hybrid.Limit // the per-key limits of -limit; nil: per-workload defaults
 	algorithm     hybrid.Algorithm
 	leaseFraction float64          // hybrid Lease.MaxFraction; 0: leases off
+	compact       bool             // -layout compact: hybrid's compact Layout
+	layoutKeys    int              // -layout-keys: its Keys; 0: the workload's key space
 	maxLoad       int64            // -sweep load: the highest step, decisions/s
 	fault         string           // -fault: kill, pause, restart, slow or flap
 	interval      time.Duration    // -fault: the timeline's resolution
@@ -105,6 +123,8 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 	limitFlag := fs.String("limit", "", "per-key `limits` as rate/period (10000/s, 1000/m, 50/250ms), several joined by + (default hot 1000000000/s, with -sweep 1000000/s; overlimit 10000/s; zipf 1000/s; uniform 1000000/m; seed 100/m+1000/h)")
 	algFlag := fs.String("algorithm", algorithms[0].name, "algorithm of the limits: token-bucket, leaky-bucket, fixed-window, sliding-window-log or sliding-window-counter")
 	fs.Float64Var(&s.leaseFraction, "lease-fraction", 0.01, "hybrid Lease.MaxFraction, in [0, 1]; 0 turns leases off")
+	layout := fs.String("layout", layoutKeys, "how hybridlimit keeps its states in Redis: keys (a key each) or compact (fields of shared hashes, hybrid.Layout)")
+	fs.IntVar(&s.layoutKeys, "layout-keys", 0, "with -layout compact, the `keys` its hashes are sized for, hybrid.Layout.Keys (default the workload's key space)")
 	sweep := fs.String("sweep", "", "`mode`: lease runs a range of -lease-fraction values; load offers open-loop Poisson load at rising rates")
 	fs.Int64Var(&s.maxLoad, "max-load", loadSteps[len(loadSteps)-1], "with -sweep load, the highest offered load, decisions/s")
 	fs.StringVar(&s.fault, "fault", "", "`kind` of fault midway through a run, shown as a timeline: kill, pause, restart, slow or flap; with -cluster failover, reshard or scale-out")
@@ -168,6 +188,7 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 		s.nodes, nodesErr = parseNodes(*nodes, tlsf, s.cluster)
 	}
 	fault := s.mode == modeFault
+	s.compact = *layout == layoutCompact
 	for _, c := range []struct {
 		bad bool
 		msg string
@@ -182,6 +203,9 @@ func parse(args []string, stderr io.Writer) (settings, error) {
 		{set["max-load"] && s.mode != modeLoad, "-max-load without -sweep load: only the load sweep steps its offered load"},
 		{s.maxLoad < loadSteps[0], fmt.Sprintf("-max-load %d: at least the first step, %d", s.maxLoad, loadSteps[0])},
 		{s.out == "", "-out: empty directory name"},
+		{*layout != layoutKeys && *layout != layoutCompact, fmt.Sprintf("-layout %q: want keys or compact", *layout)},
+		{set["layout-keys"] && !s.compact, "-layout-keys without -layout compact: only the compact layout is sized"},
+		{set["layout-keys"] && (s.layoutKeys < 1 || s.layoutKeys > remote.MaxLayoutKeys), fmt.Sprintf("-layout-keys %d: want 1 to %d", s.layoutKeys, int64(remote.MaxLayoutKeys))},
 		{alg < 0, fmt.Sprintf("-algorithm %q: want one of token-bucket, leaky-bucket, fixed-window, sliding-window-log, sliding-window-counter", *algFlag)},
 		{limitErr != nil, fmt.Sprintf("-limit %q: %v", *limitFlag, limitErr)},
 		{fault && set["workload"], "-workload with -fault: the fault run has its own mix of hot and zipf keys"},

@@ -139,7 +139,7 @@ func TestSeveralLimitsPerKey(t *testing.T) {
 				if err := cl.flush(t.Context()); err != nil {
 					t.Fatal(err)
 				}
-				sys, err := e.newSystem(name, 0.01)
+				sys, err := e.newSystem(name, 0.01, 1000)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -90,7 +90,7 @@ func sweepLoad(ctx context.Context, e *env, w workload, steps []int64, rep *load
 		}
 	}()
 	for _, name := range systemNames {
-		sys, err := e.newSystem(name, e.s.leaseFraction)
+		sys, err := e.newSystem(name, e.s.leaseFraction, w.keys.len())
 		if err != nil {
 			return err
 		}

@@ -186,6 +186,9 @@ func describeRun(s settings) string {
 		}
 		limits = append(limits, l)
 	}
+	if s.compact {
+		leases += ", the compact layout"
+	}
 	return fmt.Sprintf("run: %s, %d instances, %d %s, GOMAXPROCS %d, %s%s\nlimits: %s", run, s.instances, s.concurrency, callers,
 		runtime.GOMAXPROCS(0), algorithmName(s.algorithm), leases, strings.Join(limits, ", "))
 }

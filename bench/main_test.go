@@ -193,6 +193,11 @@ func TestFlagsReachTheRun(t *testing.T) {
 			}, "fraction 0.05, 3 instances, 3 goroutines"},
 		{[]string{"-workload", "overlimit", "-limit", "1_000/250ms"},
 			func(r result) bool { return r.Limit == "1000/250ms" }, "limit 1000/250ms"},
+		{[]string{"-workload", "uniform", "-keys", "2000", "-limit", "100/m+1000/h", "-layout", "compact"},
+			func(r result) bool {
+				return r.System == sysRedisRate && r.Layout == "-" ||
+					r.Layout == "compact" && r.Admitted > 0 && (r.Nodes == "miniredis" || r.RedisBytesPerKey != nil && *r.RedisBytesPerKey > 0)
+			}, "the compact layout, memory per key measured"},
 	}
 	for _, a := range algorithms {
 		tests = append(tests, struct {
@@ -249,6 +254,9 @@ func TestBadFlags(t *testing.T) {
 		{"-algorithm", "gcra"},
 		{"-algorithm", "sliding-window-log"}, // the hot default is above its maximum rate
 		{"-algorithm", "sliding-window-log", "-limit", "20000/s"},
+		{"-layout", "packed"},
+		{"-layout-keys", "1000"},
+		{"-layout", "compact", "-layout-keys", "0"},
 		{"-lease-fraction", "-0.1"},
 		{"-lease-fraction", "2"},
 		{"-sweep", "fraction"},

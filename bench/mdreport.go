@@ -20,7 +20,7 @@ import (
 
 // reportPassed are the flags -report passes on to its sections (doc.go);
 // any other is a usage error, for the reason in reportRefused.
-var reportPassed = []string{"duration", "interval", "max-load", "instances", "concurrency", "keys",
+var reportPassed = []string{"duration", "interval", "max-load", "instances", "concurrency", "keys", "layout-keys",
 	"nodes", "cluster", "tls-ca", "tls-cert", "tls-key", "q"}
 
 // reportRefused says why a flag does not go with -report; "" for the others.
@@ -91,7 +91,8 @@ func reportPlan(passed []string) (secs []section, notes []string, err error) {
 			name, v, _ := strings.Cut(p, "=")
 			switch {
 			case name == "interval" && mode != modeFault, name == "max-load" && mode != modeLoad,
-				name == "instances" && slices.Contains(own, seedWorkload):
+				name == "instances" && slices.Contains(own, seedWorkload),
+				name == "layout-keys" && !slices.Contains(own, layoutCompact):
 			case name == "cluster" || name == "q":
 				if v == "true" {
 					out = append(out, "-"+name)
@@ -112,6 +113,7 @@ func reportPlan(passed []string) (secs []section, notes []string, err error) {
 		{title: "Comparison", args: args(modeCompare)},
 		// One instance whatever -instances: docs/capacity.md sizes from it.
 		{title: "The seed's workload, one instance", args: append(args(modeCompare, "-workload", seedWorkload), "-instances", "1")},
+		{title: "The seed's workload, one instance, the compact layout", args: append(args(modeCompare, "-workload", seedWorkload, "-layout", layoutCompact), "-instances", "1")},
 		{title: "Lease sweep", args: args(modeSweep, "-sweep", "lease"), chart: sweepChart, name: sweepChart},
 		{title: "Open-loop load sweep", args: args(modeLoad, "-sweep", "load"), chart: loadChart, name: loadChart},
 	}

@@ -63,6 +63,7 @@ func TestReport(t *testing.T) {
 	}{
 		{"Comparison", "comparison", "go run ./bench -concurrency 4", "| workload | system | decisions/s |", ""},
 		{"The seed's workload, one instance", "the-seeds-workload-one-instance", "go run ./bench -workload seed -concurrency 4", "| workload | system | decisions/s |", ""},
+		{"The seed's workload, one instance, the compact layout", "the-seeds-workload-one-instance-the-compact-layout", "go run ./bench -workload seed -layout compact -concurrency 4", "| workload | system | decisions/s |", ""},
 		{"Lease sweep", "lease-sweep", "go run ./bench -sweep lease -concurrency 4", "| workload | system | lease |", "lease-sweep.svg"},
 		{"Open-loop load sweep", "open-loop-load-sweep", "go run ./bench -sweep load -concurrency 4", "| workload | system | offered/s |", "latency-throughput.svg"},
 	}

@@ -63,13 +63,16 @@ func newSetup(e *env, w workload, system string, fraction float64) setup {
 	st := setup{
 		Workload: w.name, System: system, Nodes: e.cl.kind,
 		Algorithm: algorithmName(w.limits[0].Algorithm), Limit: formatLimits(w.limits), Keys: w.keys.len(),
-		Instances: e.s.instances, Concurrency: e.s.concurrency, LeaseFraction: fraction,
+		Instances: e.s.instances, Concurrency: e.s.concurrency, LeaseFraction: fraction, Layout: layoutKeys,
+	}
+	if e.s.compact {
+		st.Layout = layoutCompact
 	}
 	switch system {
 	case sysRedisRate:
-		st.Instances, st.Algorithm, st.LeaseFraction = 1, "gcra", 0
+		st.Instances, st.Algorithm, st.LeaseFraction, st.Layout = 1, "gcra", 0, "-"
 	case sysGenerator:
-		st.Instances, st.Algorithm, st.Limit, st.LeaseFraction = 0, "-", "-", 0
+		st.Instances, st.Algorithm, st.Limit, st.LeaseFraction, st.Layout = 0, "-", "-", 0, "-"
 	}
 	return st
 }
@@ -182,6 +185,20 @@ func (c *keyCounts) seen(k int, at time.Duration) {
 	}
 }
 
+// minMemoryKeys is the fewest keys a run's memory per key is given for:
+// below, the nodes' other memory (buffers, the scripts) is most of it.
+const minMemoryKeys = 1000
+
+// asked is how many keys had a request.
+func (c *keyCounts) asked() (n int) {
+	for _, v := range c.n {
+		if v > 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // from is when key k's first admission was answered (0: none noted).
 func (c *keyCounts) from(k int) time.Duration {
 	if c.first == nil {
@@ -195,7 +212,7 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	if err := e.cl.flush(ctx); err != nil {
 		return res, err
 	}
-	sys, err := e.newSystem(sysName, fraction)
+	sys, err := e.newSystem(sysName, fraction, w.keys.len())
 	if err != nil {
 		return res, err
 	}
@@ -205,6 +222,7 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	tallies := make([]tally, e.s.concurrency)
 	counts := &keyCounts{n: make([]uint32, w.keys.len()), first: make([]atomic.Int64, w.keys.len())}
 	oneKey := w.keys.len() == 1 // count without an atomic on the hot path
+	mem0, memOK := e.redisMemory(ctx)
 	m := e.startMeters(ctx, sys)
 	runCtx, cancel := context.WithTimeout(ctx, e.s.duration)
 	defer cancel()
@@ -281,6 +299,12 @@ func measure(ctx context.Context, e *env, w workload, sysName string, fraction f
 	}
 	res.DecisionsPerSec = float64(all.decisions) / elapsed.Seconds()
 	res.RedisCallsPerDecision, res.ClientCPUus, res.RedisCPUus = cost.perDecision(all.decisions)
+	if mem1, ok := e.redisMemory(ctx); ok && memOK {
+		if asked := counts.asked(); asked >= minMemoryKeys {
+			v := float64(mem1-mem0) / float64(asked)
+			res.RedisBytesPerKey = &v
+		}
+	}
 	res.P50us, res.P99us = quantileUs(all.latency, 50), quantileUs(all.latency, 99)
 	enforced := w.limits
 	if sysName == sysRedisRate {

@@ -42,7 +42,7 @@ func (r *report) flush() error {
 	if r.sweep {
 		fmt.Fprintln(tw, "workload\tsystem\tlease\tdecisions/s\tp50\tp99\tredis calls/decision\tadmitted/ideal\tlease units max\tbound\tsources")
 	} else {
-		fmt.Fprintln(tw, "workload\tsystem\tdecisions/s\tp50\tp99\tredis calls/decision\tcpu/decision client+redis\tadmitted/ideal\tsources")
+		fmt.Fprintln(tw, "workload\tsystem\tdecisions/s\tp50\tp99\tredis calls/decision\tcpu/decision client+redis\tredis memory/key\tadmitted/ideal\tsources")
 	}
 	for _, res := range r.all {
 		head := fmt.Sprintf("%s\t%s\t", res.Workload, res.System)
@@ -58,7 +58,7 @@ func (r *report) flush() error {
 			head += lease + "\t"
 			tail += "\t" + units + "\t" + bound
 		} else {
-			tail = cpuLabel(res.ClientCPUus, res.RedisCPUus) + "\t" + tail
+			tail = cpuLabel(res.ClientCPUus, res.RedisCPUus) + "\t" + bytesLabel(res.RedisBytesPerKey) + "\t" + tail
 		}
 		fmt.Fprintf(tw, "%s%.0f\t%s\t%s\t%.3f\t%s\t%s\n", head, res.DecisionsPerSec, latency(res.P50us), latency(res.P99us),
 			res.RedisCallsPerDecision, tail, sourceMix(res.Sources))
@@ -98,6 +98,14 @@ func cpuLabel(client float64, redis *float64) string {
 		return fmt.Sprintf("%.2f+?µs", client)
 	}
 	return fmt.Sprintf("%.2f+%.2fµs", client, *redis)
+}
+
+// bytesLabel is the nodes' memory per key, "61.6 B"; "?" when nil.
+func bytesLabel(b *float64) string {
+	if b == nil {
+		return "?"
+	}
+	return fmt.Sprintf("%.1f B", *b)
 }
 
 // leaseLabel names a Lease.MaxFraction: "off", "0.25%".

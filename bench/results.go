@@ -32,6 +32,9 @@ type setup struct {
 	// Lease.MaxFraction; 0: leases off, and for redis_rate and the
 	// generator.
 	LeaseFraction float64 `json:"lease_fraction"`
+	// How hybridlimit keeps its states (-layout): "keys" or "compact";
+	// "-" for redis_rate and the generator.
+	Layout string `json:"layout"`
 }
 
 // result is one workload against one system, closed loop: a row of the
@@ -79,6 +82,13 @@ type result struct {
 	// cluster's replicas too) over the run, µs per decision; null on
 	// miniredis.
 	RedisCPUus *float64 `json:"redis_cpu_us_per_decision"`
+	// The nodes' memory at the end of the run minus at its start (INFO
+	// memory's used_memory, summed as RedisCPUus is, the nodes emptied
+	// before), per key the run asked for: what a key's states hold, as
+	// long as they live (a state that expired during the run holds
+	// nothing: uniform's 1000000/m refills a unit in 60 µs). Null on
+	// miniredis, and for a run of fewer than 1000 keys.
+	RedisBytesPerKey *float64 `json:"redis_bytes_per_key"`
 }
 
 // loadRow is one step of -sweep load: one workload against one system at

@@ -31,12 +31,13 @@ type system interface {
 	close() error
 }
 
-// newSystem builds name as every mode but -fault runs it; fraction 0: leases off.
-func (e *env) newSystem(name string, fraction float64) (system, error) {
+// newSystem builds name as every mode but -fault runs it, for a workload of
+// keys keys; fraction 0: leases off.
+func (e *env) newSystem(name string, fraction float64, keys int) (system, error) {
 	if name == sysRedisRate {
 		return newRedisRate(e.cl, e.s.concurrency), nil
 	}
-	h, err := newHybrid(e.cl, e.s.instances, fraction, e.log, nil)
+	h, err := newHybrid(e.cl, e.s.instances, fraction, e.s.layout(keys), e.log, nil)
 	if err != nil {
 		return nil, err // not a nil *hybridSystem in a non-nil system
 	}
@@ -52,12 +53,13 @@ type hybridSystem struct {
 var _ system = (*hybridSystem)(nil)
 
 // newHybrid builds the instances; fraction is Lease.MaxFraction (0: leases
-// off). via[i], if not "", is the address node i's clients dial instead (a
-// toxiproxy); the node keeps its name, so the ring places keys the same.
-func newHybrid(cl *cluster, instances int, fraction float64, log *slog.Logger, via []string) (*hybridSystem, error) {
+// off), layout how they keep their states. via[i], if not "", is the
+// address node i's clients dial instead (a toxiproxy); the node keeps its
+// name, so the ring places keys the same.
+func newHybrid(cl *cluster, instances int, fraction float64, layout hybrid.Layout, log *slog.Logger, via []string) (*hybridSystem, error) {
 	h := &hybridSystem{}
 	for range instances {
-		cfg := hybrid.Config{Prefix: hybridPrefix, Logger: log}
+		cfg := hybrid.Config{Prefix: hybridPrefix, Logger: log, Layout: layout}
 		cfg.Lease.Disable, cfg.Lease.MaxFraction = fraction == 0, fraction
 		add := func(name string, c redis.UniversalClient) {
 			h.clients = append(h.clients, c)

@@ -21,7 +21,7 @@ import (
 // mode, so no node's calls move).
 func TestLocateHotKeysCancelled(t *testing.T) {
 	cl := miniCluster(t)
-	h, err := newHybrid(cl, 1, 0.01, slog.New(slog.DiscardHandler), nil)
+	h, err := newHybrid(cl, 1, 0.01, hybrid.Layout{}, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

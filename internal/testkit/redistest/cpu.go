@@ -27,3 +27,17 @@ func UsedCPU(ctx context.Context, c redis.Cmdable) (time.Duration, error) {
 	}
 	return time.Duration(sum * float64(time.Second)), nil
 }
+
+// UsedMemory is the memory the server uses, INFO memory's used_memory, in
+// bytes.
+func UsedMemory(ctx context.Context, c redis.Cmdable) (int64, error) {
+	info, err := c.InfoMap(ctx, "memory").Result()
+	if err != nil {
+		return 0, fmt.Errorf("INFO memory: %w", err)
+	}
+	n, err := strconv.ParseInt(info["Memory"]["used_memory"], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("INFO memory: used_memory %q", info["Memory"]["used_memory"])
+	}
+	return n, nil
+}
