@@ -189,6 +189,12 @@ var compactRewrites = map[string][]struct {
 	old, new string
 	n        int
 }{
+	"prelude.lua": {
+		{"-- The value of a string state of limit sp, without its tag.\n", compactMarker, 1},
+		{"  local s = rcall('GET', key)\n", "  local s = sget(key, sp)\n", 1},
+		{"  rcall('SET', key, val, 'PX', ms)\n", "  sset(key, v.sp, val, 'PX', ms)\n", 1},
+		{"local function kdel(key, sp)\n  rcall('DEL', key)\nend\n", "", 1},
+	},
 	"token_bucket.lua": {
 		{"rcall('GET', key)", "sget(key, sp)", 2},
 		{"rcall('SET', key, ", "sset(key, sp, ", 3},
@@ -206,6 +212,10 @@ var compactRewrites = map[string][]struct {
 	"take.lua":     {{"local now = clock()\n", "local now = clock()\nFIELD = ARGV[#ARGV]\n", 1}},
 }
 
+// compactMarker stands, after the prelude's rewrite, where compact.lua
+// goes: before kget, which calls its sget.
+const compactMarker = "--[[compact.lua]]\n"
+
 // compactFile returns file name's source src as the compact layout has it.
 func compactFile(name, src string) string {
 	for _, r := range compactRewrites[name] {
@@ -213,6 +223,13 @@ func compactFile(name, src string) string {
 			panic(fmt.Sprintf("remote: compact layout: %s holds %q %d times, want %d", name, r.old, n, r.n)) // a build defect
 		}
 		src = strings.ReplaceAll(src, r.old, r.new)
+	}
+	if name == prelude {
+		lua, err := scriptFS.ReadFile("scripts/" + compactLua)
+		if err != nil {
+			panic("remote: missing embedded script " + compactLua)
+		}
+		src = strings.Replace(src, compactMarker, string(lua)+"\n-- The value of a string state of limit sp, without its tag.\n", 1)
 	}
 	return src
 }

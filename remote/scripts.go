@@ -131,9 +131,6 @@ func (s *source) writeAlgorithms(mask int) {
 func newScript(compact bool, mask int, edit func(string) string, files ...string) *script {
 	s := source{compact: compact}
 	s.write(prelude)
-	if compact {
-		s.write(compactLua)
-	}
 	s.b.WriteString("bind_globals()\n")
 	s.writeAlgorithms(mask)
 	s.write(files...)
@@ -155,9 +152,6 @@ func newLibrary(compact bool, edit func(string) string) library {
 	s := source{compact: compact}
 	s.b.WriteString("local KEYS, ARGV\n")
 	s.write(prelude, digits)
-	if compact {
-		s.write(compactLua)
-	}
 	s.writeAlgorithms(numMasks - 1)
 	s.write(common)
 	for e := range numEntries {

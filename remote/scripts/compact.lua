@@ -72,7 +72,7 @@ end
 local MISS, FROM = {}, {}
 
 -- The state of key's field: in the current hash, else in the other one.
-sget = function(key, sp)
+local function sget(key, sp)
   if sp.keyed then
     return rcall('GET', key)
   end
@@ -95,7 +95,7 @@ end
 -- is written with the hash's sentinel, the empty field (no key is empty):
 -- both new means a new hash, whose expiry is set then. A state read from
 -- the other hash leaves it.
-sset = function(key, sp, val, _, ms)
+local function sset(key, sp, val, _, ms)
   if sp.keyed then
     rcall('SET', key, val, 'PX', ms)
     return
@@ -119,7 +119,7 @@ sset = function(key, sp, val, _, ms)
 end
 
 -- Forget a state: it may be in either hash.
-kdel = function(key, sp)
+local function kdel(key, sp)
   if sp.keyed then
     rcall('DEL', key)
     return

@@ -93,25 +93,15 @@ end
 -- scored -1, below every event.
 local TAG = {}
 
--- Where a string state of limit sp is: a key of its own, read, written
--- (sset(key, sp, val, 'PX', ms), SET's arguments) and deleted by these
--- three, and by the GET and SET of the token bucket's one-step paths. The
--- compact layout puts others in their place (compact.lua), and layout.go
--- rewrites those GETs and SETs into sget and sset.
-local sget, sset, kdel
-sget = function(key, sp)
-  return rcall('GET', key)
-end
-sset = function(key, sp, val, px, ms)
-  rcall('SET', key, val, px, ms)
-end
-kdel = function(key, sp)
-  rcall('DEL', key)
-end
+-- A string state of limit sp is a key of its own, read by kget, written
+-- by kset, deleted by kdel, and read and written by the token bucket's
+-- one-step paths. The compact layout's code (layout.go) has compact.lua
+-- here, and each GET, SET and DEL of a string state rewritten into its
+-- sget, sset and kdel.
 
 -- The value of a string state of limit sp, without its tag.
 local function kget(key, sp)
-  local s = sget(key, sp)
+  local s = rcall('GET', key)
   if s and TAG[key] then
     s = smatch(s, '^[^|]*')
   end
@@ -125,7 +115,12 @@ local function kset(v, val, ms)
   if t then
     val = val .. '|' .. t
   end
-  sset(key, v.sp, val, 'PX', ms)
+  rcall('SET', key, val, 'PX', ms)
+end
+
+-- Delete the state of limit sp.
+local function kdel(key, sp)
+  rcall('DEL', key)
 end
 
 -- Microseconds from the request's instant (the server's clock, raw) until
