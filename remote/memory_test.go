@@ -220,13 +220,28 @@ var memClients = flag.Int("memclients", 100_000, "clients in TestRedisBytesPerCl
 // batches of 64, the compact layout sized for them (Layout.Keys). Client
 // ids are "user:%07d", 12 bytes. The compact layout
 // must cost at most 100 B a client from a million clients on, and at most
-// 64 B from ten million.
+// 64 B from ten million. Beside it, "log": a SlidingWindowLog of 100/min,
+// one unit each, which keeps a sorted set of its own in both layouts.
 func TestRedisBytesPerClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes -memclients clients per layout")
 	}
 	n := *memClients
-	seed := []limit.Limit{limit.PerMinute(100), limit.PerHour(1000)}
+	for _, c := range []struct {
+		name   string
+		limits []limit.Limit
+		cost   int64
+	}{
+		{"seed", []limit.Limit{limit.PerMinute(100), limit.PerHour(1000)}, 100},
+		{"log", []limit.Limit{{Algorithm: limit.SlidingWindowLog, Rate: 100, Period: time.Minute}}, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) { bytesPerClient(t, n, c.name == "seed", c.limits, c.cost) })
+	}
+}
+
+// bytesPerClient is TestRedisBytesPerClient for one set of limits in both
+// layouts; seed: the compact layout's bounds apply.
+func bytesPerClient(t *testing.T, n int, seed bool, limits []limit.Limit, cost int64) {
 	for _, lt := range []struct {
 		name string
 		l    Layout
@@ -243,7 +258,7 @@ func TestRedisBytesPerClient(t *testing.T) {
 			// connection buffers): 64 clients of other ids, then FLUSHALL.
 			reqs, out := make([]Request, 64), make([]Result, 64)
 			for j := range reqs {
-				reqs[j] = req(fmt.Sprintf("warm:%d", j), 100, seed)
+				reqs[j] = req(fmt.Sprintf("warm:%d", j), cost, limits)
 			}
 			if err := s.DecideMany(ctx, reqs, out); err != nil {
 				t.Fatal(err)
@@ -254,7 +269,7 @@ func TestRedisBytesPerClient(t *testing.T) {
 			for i := 0; i < n; i += 64 {
 				m := min(64, n-i)
 				for j := range m {
-					reqs[j] = req(fmt.Sprintf("user:%07d", i+j), 100, seed)
+					reqs[j] = req(fmt.Sprintf("user:%07d", i+j), cost, limits)
 				}
 				if err := s.DecideMany(ctx, reqs[:m], out[:m]); err != nil {
 					t.Fatal(err)
@@ -267,9 +282,9 @@ func TestRedisBytesPerClient(t *testing.T) {
 			}
 			perClient := float64(usedMemory(t, rdb)-before) / float64(n)
 			keys := rdb.DBSize(ctx).Val()
-			t.Logf("%s: %.1f B/client (%d clients, %d Redis keys, written in %v)", lt.name, perClient, n, keys, time.Since(start).Round(time.Millisecond))
+			t.Logf("%s: %.1f B/client (%d clients, %d Redis keys, written in %v)", t.Name(), perClient, n, keys, time.Since(start).Round(time.Millisecond))
 			switch {
-			case !lt.l.Compact:
+			case !lt.l.Compact || !seed:
 			case n >= 10_000_000 && perClient > 64:
 				t.Errorf("compact: %.1f B/client at %d clients, want at most 64", perClient, n)
 			case n >= 1_000_000 && perClient > 100:
