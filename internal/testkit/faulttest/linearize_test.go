@@ -7,7 +7,9 @@ package faulttest
 // during the run, and every call is recorded with its call and return
 // times. Each key's history must be linearizable against one counter of
 // units per key (the limit's capacity, never refilled): every answer Redis
-// gave, as one atomic step somewhere between its call and its return.
+// gave, as one atomic step somewhere between its call and its return. It
+// runs in both layouts (hybrid.Layout): the compact one's token buckets are
+// fields of hashes that the keys share.
 //
 // An answer of the failure mode that says MaybeCharged is of unknown
 // outcome: it took effect somewhere between its call and the latest its
@@ -153,6 +155,15 @@ type linDenial struct {
 }
 
 func TestColdPathLinearizable(t *testing.T) {
+	for _, l := range []Layout{{}, {Compact: true, Keys: 1000}} {
+		t.Run(fmt.Sprintf("compact=%v", l.Compact), func(t *testing.T) { coldPathLinearizable(t, l) })
+	}
+}
+
+// coldPathLinearizable is TestColdPathLinearizable in layout l: the
+// compact one keeps the token buckets' states as fields of shared hashes,
+// the logs' as sorted sets of their own.
+func coldPathLinearizable(t *testing.T, l Layout) {
 	const (
 		insts, workers = 3, 4
 		timeout        = 80 * time.Millisecond
@@ -164,7 +175,7 @@ func TestColdPathLinearizable(t *testing.T) {
 	addrs := []string{sick.Addr(), srv[1].Addr(), srv[2].Addr()}
 	lims := make([]*Limiter, insts)
 	for i := range lims {
-		lim, err := New(Config{Addrs: addrs, Timeout: timeout, Lease: LeaseConfig{Disable: true}, Logger: slog.New(slog.DiscardHandler),
+		lim, err := New(Config{Addrs: addrs, Layout: l, Timeout: timeout, Lease: LeaseConfig{Disable: true}, Logger: slog.New(slog.DiscardHandler),
 			// A breaker slow to open: most requests of a fault are sent,
 			// and of unknown outcome, rather than answered unsent.
 			Breaker: BreakerConfig{ConsecutiveFailures: 1000, FailureRatio: 1, OpenTimeout: 150 * time.Millisecond}})
