@@ -49,7 +49,8 @@
 //
 // That is the default [Layout]. The compact one (Layout.Compact) keeps the
 // state of a token bucket, leaky bucket, fixed window or sliding-window
-// counter as a field, named by the user key, of a hash shared by the keys
+// counter as a field, named by the user key (or its digest, for a key
+// longer than 64 bytes), of a hash shared by the keys
 // of one bucket (xxhash64 of the key, modulo Layout.Keys/[KeysPerHash]):
 // "<prefix>{{c1#<bucket>}:<algorithm>:<rate>:<period>[:<burst>]:<g>", one
 // hash per bucket, limit and parity of the generation g, a generation

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"strconv"
 	"strings"
@@ -20,7 +21,8 @@ import (
 // Compact keeps the states of TokenBucket, LeakyBucket, FixedWindow and
 // SlidingWindowCounter limits as fields of hashes that the keys of one
 // bucket share: one hash per bucket, limit and generation, a field per key
-// named by the key (scripts/compact.lua has the walkthrough). It takes
+// named by the key (a key longer than 64 bytes by its digest;
+// scripts/compact.lua has the walkthrough). It takes
 // Redis's per-key bookkeeping (dict and expiry entries, the key's name,
 // the value object), most of a state's memory, out of the cost of a key:
 // a client of 100/min and 1000/hour costs about 60 bytes. What it costs
@@ -172,6 +174,24 @@ func (s *Store) compactKey(tag, key string, l limit.Limit) string {
 	b = append(b, ':')
 	b = append(b, key...)
 	return string(appendLimit(b, l))
+}
+
+// maxFieldLen is the longest key that names its field as it is: Redis's
+// default hash-max-listpack-value, past which a field would turn its hash
+// into a hash table, costing every key of the bucket.
+const maxFieldLen = 64
+
+// fieldOf is the field that holds key's states in the compact layout: the
+// key itself, or, for a key longer than maxFieldLen or starting with a
+// zero byte, a zero byte and the first 16 bytes of its SHA-256, so that a
+// long key costs no more than a short one and no key can name another's
+// digest (every key that starts with a zero byte is digested).
+func fieldOf(key string) string {
+	if len(key) <= maxFieldLen && key[0] != 0 {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "\x00" + string(sum[:16])
 }
 
 // compactLua is the compact layout's storage (scripts/compact.lua).

@@ -330,7 +330,7 @@ func (s *Store) decideCall(reqs []Request) *call {
 	for i, r := range reqs {
 		args = append(args, r.head(setOf[i]))
 		if s.buckets > 0 {
-			args = append(args, r.key)
+			args = append(args, fieldOf(r.key))
 		}
 		if r.give {
 			args = append(args, r.at)
@@ -381,7 +381,7 @@ func (s *Store) tagCall(e entry, tag, key string, limits []limit.Limit, head ...
 		args = append(args, s.specArgs(l)...)
 	}
 	if s.buckets > 0 && e != entryDecide {
-		args = append(args, key)
+		args = append(args, fieldOf(key))
 	}
 	return &call{e: e, sc: s.script(e, limits, true), keys: keys, args: args}
 }

@@ -632,3 +632,38 @@ func TestCompactCodeReachesNoKey(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactLongKeys: in the compact layout a key longer than Redis's
+// hash-max-listpack-value (64 bytes), or one that starts with a zero byte,
+// is a field named by its digest: its hash stays a listpack, and every key
+// keeps a budget of its own.
+func TestCompactLongKeys(t *testing.T) {
+	s, _, rdb := newRealProductionIn(t, Layout{Compact: true, Keys: 1})
+	ctx := context.Background()
+	l := limit.PerMinute(3)
+	keys := []string{strings.Repeat("a", 100), strings.Repeat("a", 99) + "b", "\x00" + strings.Repeat("z", 16), "short", strings.Repeat("c", 64)}
+	for _, k := range keys {
+		for i := range 4 {
+			d, _, err := s.decide(ctx, k, 1, l)
+			if err != nil || d.Allowed != (i < 3) {
+				t.Fatalf("key %q, request %d: %+v, %v; want allowed %v", k[:min(len(k), 8)], i+1, d, err, i < 3)
+			}
+		}
+	}
+	hashes, err := rdb.Keys(ctx, "*c1#*").Result()
+	if err != nil || len(hashes) != 1 {
+		t.Fatalf("hashes %v, %v; want the bucket's one", hashes, err)
+	}
+	if enc := rdb.ObjectEncoding(ctx, hashes[0]).Val(); enc != "listpack" {
+		t.Errorf("%s is a %s, want a listpack", hashes[0], enc)
+	}
+	fields := rdb.HKeys(ctx, hashes[0]).Val()
+	if len(fields) != len(keys)+1 { // and the sentinel
+		t.Errorf("%d fields, want %d and the sentinel", len(fields), len(keys))
+	}
+	for _, f := range fields {
+		if len(f) > maxFieldLen {
+			t.Errorf("a field of %d bytes", len(f))
+		}
+	}
+}

@@ -1,8 +1,9 @@
 -- The compact layout (remote.Layout.Compact; layout.go builds its code):
 -- a client's string state is not a key of its own but a field, named by
--- the client's key, of a hash that the clients of one bucket share. KEYS
--- holds, for such a limit, the name its hashes start with
--- ("<prefix>{{c1#<bucket>}:tb:100:1m:", the layout's version in the tag). Time is cut into generations of the
+-- the client's key (layout.go's fieldOf: a long key by its digest), of a
+-- hash that the clients of one bucket share. KEYS holds, for such a limit,
+-- the name its hashes start with ("<prefix>{{c1#<bucket>}:tb:100:1m:",
+-- the layout's version in the tag). Time is cut into generations of the
 -- limit's generation length (GEN, or the whole number of GENs the
 -- limit's states can live), counted on the server's clock, and a limit
 -- has two hashes, one for the even generations and one for the odd ones;
