@@ -28,8 +28,10 @@ import (
 // a client of 100/min and 1000/hour costs about 60 bytes. What it costs
 // instead: a state is kept until the end of the generation after the one
 // it was written in (an hour or two, where its own key would expire when
-// it no longer matters), a key new to a generation costs two more
-// commands, and every access scans a hash of about KeysPerHash fields.
+// it no longer matters), a key new to a generation reads the other
+// generation's hash too, and every access scans a hash of about
+// KeysPerHash fields: about 5 % more Redis CPU for a key whose states are
+// there, 37 % more for a key's first request in a generation.
 // SlidingWindowLog limits keep a sorted set of their own (one member per
 // unit: a field would not hold them), and so does a bucket so fast that
 // its state could not be told from an older one two generations on
