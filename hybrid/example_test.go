@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -299,4 +300,48 @@ func ExampleNode() {
 	defer cluster.Close()
 	defer sentinel.Close()
 	defer single.Close()
+}
+
+// A service of millions of clients keeps their states in the compact
+// layout: fields of hashes that about 32 clients share, a quarter of the
+// memory of a key each, sized for the clients that decide within an hour.
+// Its decisions are the default layout's.
+func ExampleLayout() {
+	m, stop := startRedis()
+	defer stop()
+	lim, err := hybrid.New(hybrid.Config{
+		Addrs:   []string{m.Addr()},
+		Layout:  hybrid.Layout{Compact: true, Keys: 10_000_000},
+		Timeout: time.Second,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lim.Close()
+
+	ctx := context.Background()
+	seed := []hybrid.Limit{hybrid.PerMinute(100), hybrid.PerHour(1000)}
+	res, err := lim.AllowN(ctx, "user:42", 100, seed...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Allowed, res.Remaining)
+	res, err = lim.AllowN(ctx, "user:42", 1, seed...)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Allowed, res.RetryAfter > 0)
+	// The client's two states are fields of two hashes, one per limit,
+	// under its bucket's tag ("rl:{{c1#<bucket>}:tb:100:1m:<g>").
+	n := 0
+	for _, k := range m.Keys() {
+		if strings.Contains(k, "{c1#") {
+			n++
+		}
+	}
+	fmt.Println(n, "hashes")
+	// Output:
+	// true 0
+	// false true
+	// 2 hashes
 }
