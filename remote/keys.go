@@ -60,8 +60,10 @@ func appendPeriod(b []byte, d time.Duration) []byte {
 	return strconv.AppendInt(b, d.Microseconds(), 10) // unreachable for valid limits
 }
 
-// Key returns the Redis key that holds the state of limit l for key.
-func (s *Store) Key(key string, l limit.Limit) string { return s.tagged(tagOf(key), l) }
+// Key returns the Redis key that holds the state of limit l for key; in
+// the compact layout, for a limit whose state is a field (named by key),
+// the name its hashes start with, less the generation's digit.
+func (s *Store) Key(key string, l limit.Limit) string { return s.keyFor(s.tagFor(key), key, l) }
 
 // tagged is the Redis key of limit l under hash tag tag.
 func (s *Store) tagged(tag string, l limit.Limit) string {

@@ -114,35 +114,22 @@ const keyedFlag = 16
 // compact.lua.
 const genMicros = 3600_000_000
 
-// genLen is limit l's generation length in the compact layout, in
-// microseconds: the longest its state lives (the TTL a key of its own
-// would have), rounded up to whole hours (gen_len in compact.lua).
-func genLen(l limit.Limit) int64 {
-	sp := limitspec.Valid(l)
-	var life int64
-	switch l.Algorithm {
-	case limit.FixedWindow:
-		life = sp.P * sp.Q
-	case limit.SlidingWindowCounter:
-		life = 2 * sp.P * sp.Q
-	default:
-		life = ceilDiv(sp.C*sp.P, sp.R) * sp.Q
-	}
-	return max(ceilDiv(life, genMicros), 1) * genMicros
-}
-
 // fielded reports whether, in the compact layout, limit l's state is a
 // field of a hash: its algorithm keeps a string state, and a bucket's
 // state, read up to two generations after it was written, still decodes
 // as the full bucket it then is: the quanta of two generations times the
-// rate stay below 2^51 (see token_bucket.lua's tb_deficit).
+// rate stay below 2^51 (see token_bucket.lua's tb_deficit). A bucket's
+// generation is the time it takes to fill from empty, rounded up to whole
+// hours, as compact.lua's gen_len computes it.
 func fielded(l limit.Limit) bool {
 	switch l.Algorithm {
 	case limit.SlidingWindowLog:
 		return false
 	case limit.TokenBucket, limit.LeakyBucket:
 		sp := limitspec.Valid(l)
-		return (2*genLen(l)/sp.Q+2)*sp.R+sp.C*sp.P < 1<<51
+		life := ceilDiv(sp.C*sp.P, sp.R) * sp.Q
+		gen := max(ceilDiv(life, genMicros), 1) * genMicros
+		return (2*gen/sp.Q+2)*sp.R+sp.C*sp.P < 1<<51
 	}
 	return true
 }

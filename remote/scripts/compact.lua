@@ -38,7 +38,7 @@ local NOW = 0
 
 -- The generation length of limit sp in GENs: the longest its state lives
 -- (the key of its own would expire then), rounded up. layout.go's
--- stateLife is the same.
+-- fielded computes a bucket's the same way.
 local function gen_len(sp)
   local k = sp.glen
   if not k then
