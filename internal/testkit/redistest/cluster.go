@@ -29,8 +29,8 @@ const clusterReady = 20 * time.Second
 // LaunchCluster starts masters × (1 + replicas) servers in cluster mode
 // (node timeout 1 s, so a failover takes a few seconds), assigns the slots,
 // joins them with CLUSTER MEET and CLUSTER REPLICATE (no redis-cli needed),
-// and waits until every node reports cluster_state:ok and every replica is
-// in sync. The caller closes the Cluster. On error it stops what it
+// and waits until every node reports cluster_state:ok with all 16384
+// slots assigned, and every replica is in sync. The caller closes the Cluster. On error it stops what it
 // started; without redis-server the error wraps ErrNotFound.
 func LaunchCluster(masters, replicas int, opts ...Option) (c *Cluster, err error) {
 	c = &Cluster{opts: opts}
@@ -110,9 +110,14 @@ func LaunchCluster(masters, replicas int, opts ...Option) (c *Cluster, err error
 			}
 		}
 	}
-	err = c.await("cluster_state:ok everywhere, replicas in sync", func(s *Server) bool {
+	// cluster_state:ok alone does not say a node knows every master's
+	// slots: with cluster-require-full-coverage no, a node whose gossip
+	// has not yet brought it a master's slots says ok too, and its CLUSTER
+	// SLOTS leaves them out (a store that loaded its map there found no
+	// master for them).
+	err = c.await("cluster_state:ok everywhere, every slot known everywhere, replicas in sync", func(s *Server) bool {
 		info, err := client(s).ClusterInfo(ctx).Result()
-		if err != nil || !strings.Contains(info, "cluster_state:ok") {
+		if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_assigned:16384\r\n") {
 			return false
 		}
 		repl, err := client(s).Info(ctx, "replication").Result()
